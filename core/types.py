@@ -1,0 +1,128 @@
+"""The records every part of selfplay shares: messages, completions, turns and episodes.
+
+They are frozen dataclasses because thousands of them are made in the rollout hot loop, and
+they round-trip through JSON because every match is written to ``episodes.jsonl`` and must be
+readable by a person and replayable from its seed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Role = str
+Payoffs = dict[Role, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: ``role`` is the chat role (system/user/assistant), not the game role."""
+
+    role: str
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """What a policy returns for one prompt.
+
+    ``token_ids`` and ``logprobs`` are those of the generated tokens (empty for scripted
+    players); ``prompt_ids`` are the tokens the text was conditioned on, kept so a trainer can
+    rescore exactly what was sampled.
+    """
+
+    text: str
+    token_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    prompt_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One attempt by one role. An invalid attempt is a turn too, with ``valid=False``."""
+
+    role: Role
+    seat: str  # name of the policy holding this role in this match
+    prompt: tuple[Message, ...]
+    text: str
+    action: str | None
+    valid: bool
+    reason: str | None = None
+    token_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    prompt_ids: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "seat": self.seat,
+            "text": self.text,
+            "action": self.action,
+            "valid": self.valid,
+            "reason": self.reason,
+            "prompt": [m.as_dict() for m in self.prompt],
+            "prompt_ids": list(self.prompt_ids),
+            "token_ids": list(self.token_ids),
+            "logprobs": list(self.logprobs),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        return cls(
+            role=data["role"],
+            seat=data["seat"],
+            prompt=tuple(Message(**m) for m in data["prompt"]),
+            text=data["text"],
+            action=data["action"],
+            valid=data["valid"],
+            reason=data.get("reason"),
+            token_ids=tuple(data.get("token_ids", ())),
+            logprobs=tuple(data.get("logprobs", ())),
+            prompt_ids=tuple(data.get("prompt_ids", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """A finished match: who sat where, every turn, the payoffs and the game's signals.
+
+    ``state`` is the final game state as JSON, so the match can be inspected or replayed.
+    """
+
+    game: str
+    seed: int
+    seats: dict[Role, str]
+    turns: tuple[Turn, ...]
+    outcome: Payoffs
+    signals: dict[str, float] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def winner(self) -> Role | None:
+        """The role with the strictly highest payoff, or None for a draw."""
+        best = max(self.outcome.values())
+        leaders = [r for r, v in self.outcome.items() if v == best]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["turns"] = [t.to_dict() for t in self.turns]
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Episode:
+        fields = dict(data)
+        fields["turns"] = tuple(Turn.from_dict(t) for t in data["turns"])
+        return cls(**fields)
+
+    @classmethod
+    def from_json(cls, line: str) -> Episode:
+        return cls.from_dict(json.loads(line))
