@@ -42,7 +42,7 @@ class ScriptedPolicy(Policy):
 
     def __init__(self, player: str) -> None:
         self.player = player
-        self.name = player
+        self.name = f"scripted:{player}"
 
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
         completions = []

@@ -84,7 +84,7 @@ class GameState(BaseModel):
 
 
 class InvalidAction(ValueError):
-    """Raised by a game's `parse` or `legal` helpers; `step` turns it into a recorded invalid move."""
+    """Raised by a game's `parse` or `legal`; `step` turns it into a recorded invalid move."""
 
 
 class Game(ABC):
@@ -174,14 +174,18 @@ class Game(ABC):
 
     def step(self, state: GameState, role: Role, text: str) -> GameState:
         """Apply ``role``'s output. An unparsable or illegal action is recorded, never raised."""
+        return self.judge(state, role, text)[0]
+
+    def judge(self, state: GameState, role: Role, text: str) -> tuple[GameState, str | None]:
+        """`step`, also returning the normalised action (None when the attempt was invalid)."""
         if self.to_act(state) != role:
             raise ValueError(f"It is not {role!r}'s turn (to act: {self.to_act(state)!r}).")
-        try:
-            action = self.legal(state, role, self.parse(text))
-        except InvalidAction as err:
-            return self._reject(state, role, str(err))
+        action, reason = self.action_of(text, state, role)
+        if action is None:
+            return self._reject(state, role, reason or "invalid move."), None
         moved = self.apply(state, role, action)
-        return moved.model_copy(update={"turn": state.turn + 1, "retries": 0, "error": None})
+        update = {"turn": state.turn + 1, "retries": 0, "error": None}
+        return moved.model_copy(update=update), action
 
     def outcome(self, state: GameState) -> Payoffs | None:
         if state.forfeit is not None:

@@ -8,12 +8,14 @@ linked digit i to cell i and stayed almost always invalid.
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from selfplay.core.types import Message, Payoffs, Role
 from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.plugins.hookspecs import hookimpl
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 MARKS = {"player_0": "x", "player_1": "o"}
@@ -25,7 +27,9 @@ RULES = (
 
 
 class TicTacToeOptions(GameOptions):
-    max_turns: int = Field(default=9, ge=1, le=9, description="Moves before a draw (9 = full board).")
+    max_turns: int = Field(
+        default=9, ge=1, le=9, description="Moves before a draw (9 = full board)."
+    )
 
 
 class TicTacToeState(GameState):
@@ -44,7 +48,7 @@ def render(board: str) -> str:
     return "|".join("".join(cells[row : row + 3]) for row in (0, 3, 6))
 
 
-@lru_cache(maxsize=None)
+@cache
 def minimax_value(board: str, mark: str) -> int:
     """Value of ``board`` for the player ``mark`` who is to move: +1 win, 0 draw, -1 loss."""
     won = winner(board)
@@ -78,7 +82,7 @@ class TicTacToe(Game):
     Options = TicTacToeOptions
     State = TicTacToeState
     answer_hint = "[4] (a cell number in square brackets)"
-    players = {"random": random_player, "minimax": minimax_player}
+    players: ClassVar[dict[str, Any]] = {"random": random_player, "minimax": minimax_player}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:
         return TicTacToeState(seed=seed)
@@ -117,3 +121,8 @@ class TicTacToe(Game):
 
     def legal_actions(self, state: TicTacToeState, role: Role) -> list[str]:
         return [f"[{i}]" for i, c in enumerate(state.board) if c == "."]
+
+
+@hookimpl
+def register_games(register):
+    register(TicTacToe)

@@ -1,0 +1,142 @@
+"""The `selfplay` command: a thin table of sub-commands that call functions living elsewhere.
+
+Exit codes: 0 success; 1 an unexpected error; 2 a configuration or plugin error (bad key,
+unknown name, broken plugin a run needs); 130 interrupted by the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from selfplay import __version__
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from selfplay.core.config import build_config
+    from selfplay.core.run import run
+
+    flags = {
+        key: getattr(args, key)
+        for key in (
+            "game",
+            "model",
+            "reward",
+            "opponent",
+            "estimator",
+            "iterations",
+            "matches",
+            "seed",
+            "out",
+            "name",
+            "resume",
+        )
+    }
+    config = build_config(args.config, flags, args.set or [])
+    run(config)
+    return EXIT_OK
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--game", help="registered game (see `selfplay games`); default tictactoe")
+    add("--model", help="registered model name or local HF model folder; default tiny")
+    add("--reward", help="reward expression; default outcome")
+    add("--opponent", help="opponent sampler, e.g. latest or fixed:random; default latest")
+    add("--estimator", help="advantage estimator; default rae")
+    add("--iterations", type=int, help="total iterations")
+    add("--matches", type=int, help="matches per iteration")
+    add("--seed", type=int, help="seed of the run")
+    add("--out", type=Path, help="folder that holds run folders; default runs")
+    add("--name", help="run folder name; default a timestamp")
+    add("--resume", type=Path, help="run folder to continue")
+    add("--config", type=Path, help="YAML file of config keys")
+    add(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a key, e.g. generation.temperature=0.7",
+    )
+
+
+def cmd_games(args: argparse.Namespace) -> int:
+    from selfplay.core.listing import games, games_table
+
+    rows = games()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        Console().print(games_table(rows))
+    return EXIT_OK
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from selfplay.core.listing import plugins, plugins_table
+
+    rows = plugins()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        Console().print(plugins_table(rows))
+    return EXIT_OK
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+COMMANDS = {
+    "run": (cmd_run, "play (and train) a game by self-play", add_run_arguments),
+    "games": (cmd_games, "list the games plugins provide", add_json),
+    "plugins": (cmd_plugins, "list installed plugins and what they register", add_json),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from selfplay.plugins.manager import registries
+
+    parser = argparse.ArgumentParser(
+        prog="selfplay", description="Train language models by self-play."
+    )
+    parser.add_argument("--version", action="version", version=f"selfplay {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = dict(COMMANDS)
+    for entry in registries().commands:
+        command = entry.obj
+        commands.setdefault(command.name, (command.run, command.help, command.add_arguments))
+    for name, (func, help_text, add_arguments) in commands.items():
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        if add_arguments:
+            add_arguments(child)
+        child.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from selfplay.core.config import ConfigError
+    from selfplay.plugins.registry import PluginError, UnknownName
+
+    err = Console(stderr=True)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            args = parser.parse_args(["run", *(argv or [])])
+        return int(args.func(args) or EXIT_OK)
+    except (ConfigError, PluginError, UnknownName) as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""RunConfig: every setting of a run, from defaults, an optional YAML file, flags and ``--set``.
+
+Precedence, lowest to highest: defaults < ``--config FILE`` < named flags < ``--set a.b=value``.
+Unknown keys are errors that name the key path and list the valid keys at that level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from selfplay.games.base import InvalidMoveRules
+
+
+class ConfigError(ValueError):
+    """A configuration mistake a user can fix; the message says what and how."""
+
+
+class GenerationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_new_tokens: int = Field(default=8, ge=1, description="Tokens a policy may write per turn.")
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
+    top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling mass.")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    game: str = Field(default="tictactoe", description="Registered game name (`selfplay games`).")
+    game_options: dict[str, Any] = Field(default_factory=dict, description="The game's Options.")
+    invalid_moves: InvalidMoveRules = Field(
+        default_factory=InvalidMoveRules, description="Retries and forfeit payoffs."
+    )
+    model: str = Field(default="tiny", description="Registered model name or a local HF folder.")
+    model_options: dict[str, Any] = Field(default_factory=dict, description="Model loader options.")
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    reward: str = Field(default="outcome", description="Reward expression, e.g. 'outcome'.")
+    opponent: str = Field(default="latest", description="Opponent sampler, e.g. 'fixed:random'.")
+    estimator: str = Field(default="rae", description="Advantage estimator.")
+    iterations: int = Field(default=3, ge=0, description="Total iterations of the run.")
+    matches: int = Field(default=64, ge=1, description="Matches played per iteration.")
+    seed: int = Field(default=0, description="Seed for every random choice of the run.")
+    threads: int = Field(default=0, ge=0, description="Torch CPU threads (0 = torch's default).")
+    out: Path = Field(default=Path("runs"), description="Folder under which run folders are made.")
+    name: str | None = Field(default=None, description="Run folder name (default: a timestamp).")
+    resume: Path | None = Field(default=None, description="Run folder to continue.")
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: a YAML scalar or flow collection (``3``, ``true``, ``[a, b]``)."""
+    try:
+        return yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return text
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``a.b=value`` to nested dicts, creating levels as needed."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects KEY=VALUE, e.g. --set matches=32; got {assignment!r}.")
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {key}: {part!r} is a value, not a section.")
+        node = child
+    node[parts[-1]] = parse_value(raw)
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"Config file {path} does not exist.") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"Config file {path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"Config file {path} must hold a mapping of keys, not a {type(data).__name__}."
+        )
+    return data
+
+
+def build_config(
+    file: Path | None = None, flags: dict[str, Any] | None = None, overrides: list[str] = ()
+) -> RunConfig:
+    data: dict[str, Any] = load_yaml(file) if file else {}
+    for key, value in (flags or {}).items():
+        if value is not None:
+            data[key] = value
+    for assignment in overrides:
+        apply_override(data, assignment)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(explain(err)) from None
+
+
+def explain(err: ValidationError) -> str:
+    lines = []
+    for problem in err.errors():
+        path = ".".join(str(p) for p in problem["loc"])
+        if problem["type"] == "extra_forbidden":
+            valid = ", ".join(_fields_at(problem["loc"][:-1]))
+            lines.append(f"Unknown config key {path!r}. Valid keys here: {valid}.")
+        else:
+            lines.append(f"Config key {path!r}: {problem['msg']} (got {problem.get('input')!r}).")
+    return "\n".join(lines)
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        annotation = model.model_fields[str(part)].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return sorted(model.model_fields)

@@ -1,0 +1,52 @@
+"""The hooks a selfplay plugin may implement. Each receives a ``register`` callable.
+
+Plugins never touch a registry themselves: the host validates, names and de-duplicates what
+``register`` receives, and names the plugin in any error. Built-ins use these same hooks.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("selfplay")
+hookimpl = pluggy.HookimplMarker("selfplay")
+
+
+@hookspec
+def register_games(register):
+    """Register Game classes: ``register(GameClass)``; the name is ``GameClass.name``."""
+
+
+@hookspec
+def register_rewards(register):
+    """Register rewards: ``register(name, factory)``; ``factory(**options)`` makes a Reward."""
+
+
+@hookspec
+def register_verifiers(register):
+    """Register verifiers: ``register(name, factory)``; ``factory(**options)`` makes a Verifier."""
+
+
+@hookspec
+def register_opponent_samplers(register):
+    """Register opponent samplers: ``register(name, factory)``."""
+
+
+@hookspec
+def register_estimators(register):
+    """Register advantage estimators: ``register(name, factory)``."""
+
+
+@hookspec
+def register_models(register):
+    """Register model names: ``register(name, loader)``; ``loader(**options)`` makes a Policy."""
+
+
+@hookspec
+def register_callbacks(register):
+    """Register training-loop callbacks: ``register(name, factory)``."""
+
+
+@hookspec
+def register_commands(register):
+    """Register CLI sub-commands: ``register(name, run, help=..., add_arguments=None)``."""

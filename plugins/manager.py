@@ -1,0 +1,183 @@
+"""Discovers plugins (built-ins, then the ``selfplay`` entry-point group); fills the registries.
+
+Environment:
+- ``SELFPLAY_LOAD_PLUGINS``: comma-separated distribution or entry-point names to load; empty
+  loads no third-party plugin. Unset loads every installed one. Built-ins always load.
+- ``SELFPLAY_STRICT_PLUGINS=1``: a plugin that fails to import or whose hook raises re-raises
+  instead of being reported in one line and skipped.
+
+Pluggy is used for discovery at start-up only; nothing here runs per iteration.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from selfplay.plugins import hookspecs
+from selfplay.plugins.builtins import DEFAULT_PLUGINS
+from selfplay.plugins.registry import KINDS, PluginError, Registries
+
+GROUP = "selfplay"
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    run: Callable[[Any], int | None]
+    help: str = ""
+    add_arguments: Callable[[Any], None] | None = None
+
+
+@dataclass
+class PluginInfo:
+    """What `selfplay plugins` shows for one plugin."""
+
+    name: str
+    version: str
+    entry_point: str
+    builtin: bool
+    registered: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class PluginSet:
+    registries: Registries
+    plugins: list[PluginInfo]
+
+
+_loaded: PluginSet | None = None
+
+
+def registries() -> Registries:
+    """The registries, loading plugins on first use."""
+    return load().registries
+
+
+def load() -> PluginSet:
+    global _loaded
+    if _loaded is None:
+        _loaded = _discover()
+    return _loaded
+
+
+def reset() -> None:
+    """Forget loaded plugins (tests change SELFPLAY_LOAD_PLUGINS between cases)."""
+    global _loaded
+    _loaded = None
+
+
+def _strict() -> bool:
+    return os.environ.get("SELFPLAY_STRICT_PLUGINS", "") not in ("", "0")
+
+
+def _wanted() -> set[str] | None:
+    raw = os.environ.get("SELFPLAY_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {_normalise(part) for part in raw.split(",") if part.strip()}
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def _failure(info: PluginInfo, err: BaseException) -> str:
+    info.error = f"{type(err).__name__}: {err}"
+    line = f"{info.name} {info.version} (entry point {info.entry_point}): {info.error}"
+    if _strict():
+        raise err
+    print(f"warning: selfplay plugin failed to load: {line}", file=sys.stderr)
+    return line
+
+
+def _discover() -> PluginSet:
+    pm = pluggy.PluginManager(GROUP)
+    pm.add_hookspecs(hookspecs)
+    plugins: dict[str, PluginInfo] = {}  # by the name registered with pluggy
+    failures: list[str] = []
+    version = metadata.version("selfplay-rl") if _installed() else "dev"
+    for module_name in DEFAULT_PLUGINS:
+        info = plugins[module_name] = PluginInfo(module_name, version, module_name, builtin=True)
+        try:
+            pm.register(importlib.import_module(module_name), name=module_name)
+        except Exception as err:
+            failures.append(_failure(info, err))
+    wanted = _wanted()
+    for ep in metadata.entry_points(group=GROUP):
+        dist = ep.dist.name if ep.dist else ep.name
+        if wanted is not None and not ({_normalise(dist), _normalise(ep.name)} & wanted):
+            continue
+        dist_version = ep.dist.version if ep.dist else "?"
+        key = f"{dist}:{ep.name}"
+        info = plugins[key] = PluginInfo(dist, dist_version, f"{ep.name} = {ep.value}", False)
+        try:
+            pm.register(ep.load(), name=key)
+        except Exception as err:
+            failures.append(_failure(info, err))
+    pm.check_pending()
+    regs = Registries()
+    for kind in KINDS:
+        for impl in getattr(pm.hook, f"register_{kind}").get_hookimpls():
+            info = plugins[impl.plugin_name]
+            if info.error:
+                continue
+            try:
+                impl.function(register=_register_for(kind, regs, info))
+            except PluginError:
+                raise
+            except Exception as err:
+                failures.append(_failure(info, err))
+    for registry in regs.all().values():
+        registry.failures = failures
+    return PluginSet(regs, list(plugins.values()))
+
+
+def _register_for(kind: str, regs: Registries, info: PluginInfo) -> Callable[..., None]:
+    registry = getattr(regs, kind)
+    label = f"{info.name} {info.version}" if not info.builtin else info.name
+
+    def record(name: str, obj: Any) -> None:
+        registry.add(name, obj, label)
+        info.registered.setdefault(kind, []).append(name)
+
+    if kind == "games":
+
+        def register_game(game_cls: Any) -> None:
+            _check_game_class(game_cls, label)
+            record(game_cls.name, game_cls)
+
+        return register_game
+    if kind == "commands":
+
+        def register_command(name: str, run: Callable, help: str = "", add_arguments=None) -> None:
+            record(name, Command(name, run, help, add_arguments))
+
+        return register_command
+    return record
+
+
+def _check_game_class(game_cls: Any, plugin: str) -> None:
+    from selfplay.games.base import Game
+
+    if not (isinstance(game_cls, type) and issubclass(game_cls, Game)):
+        raise PluginError(f"Plugin {plugin} registered {game_cls!r}, which is not a Game subclass.")
+    for attr in ("name", "roles", "description"):
+        if not hasattr(game_cls, attr):
+            raise PluginError(f"Plugin {plugin}: game class {game_cls.__name__} has no {attr!r}.")
+
+
+def _installed() -> bool:
+    try:
+        metadata.version("selfplay-rl")
+    except metadata.PackageNotFoundError:
+        return False
+    return True

@@ -1,0 +1,103 @@
+"""Named registries of what plugins contribute, and the errors a user sees when a name is wrong."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+class UnknownName(LookupError):
+    """A name that no loaded plugin registered; the message lists what is known."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    obj: Any
+    plugin: str  # the plugin (distribution or built-in module) that registered it
+
+
+@dataclass
+class Registry:
+    """Everything of one kind (games, rewards, ...), by lowercase kebab-case name."""
+
+    kind: str
+    entries: dict[str, Entry] = field(default_factory=dict)
+    # one line per plugin that failed to load; shown when a lookup fails
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, name: str, obj: Any, plugin: str) -> None:
+        if not isinstance(name, str) or not NAME.match(name):
+            raise PluginError(
+                f"Plugin {plugin} registered the {self.kind} name {name!r}; names must be "
+                "lowercase kebab-case such as 'kuhn-poker'."
+            )
+        if name in self.entries:
+            first = self.entries[name].plugin
+            raise PluginError(
+                f"Two plugins register the {self.kind} {name!r}: {first} and {plugin}. "
+                "Uninstall one, or pick which load with SELFPLAY_LOAD_PLUGINS."
+            )
+        self.entries[name] = Entry(name, obj, plugin)
+
+    def get(self, name: str) -> Any:
+        try:
+            return self.entries[name].obj
+        except KeyError:
+            raise UnknownName(self.unknown_message(name)) from None
+
+    def unknown_message(self, name: str) -> str:
+        known = sorted(self.entries)
+        message = f"Unknown {self.kind} {name!r}."
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            message += f" Did you mean {close[0]!r}?"
+        message += f" Known {self.kind}s: {', '.join(known) or 'none'}."
+        if self.failures:
+            message += " Plugins that failed to load: " + "; ".join(self.failures)
+        return message
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries[name] for name in sorted(self.entries))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+KINDS = {
+    "games": "game",
+    "rewards": "reward",
+    "verifiers": "verifier",
+    "opponent_samplers": "opponent sampler",
+    "estimators": "estimator",
+    "models": "model",
+    "callbacks": "callback",
+    "commands": "command",
+}
+
+
+@dataclass
+class Registries:
+    games: Registry = field(default_factory=lambda: Registry("game"))
+    rewards: Registry = field(default_factory=lambda: Registry("reward"))
+    verifiers: Registry = field(default_factory=lambda: Registry("verifier"))
+    opponent_samplers: Registry = field(default_factory=lambda: Registry("opponent sampler"))
+    estimators: Registry = field(default_factory=lambda: Registry("estimator"))
+    models: Registry = field(default_factory=lambda: Registry("model"))
+    callbacks: Registry = field(default_factory=lambda: Registry("callback"))
+    commands: Registry = field(default_factory=lambda: Registry("command"))
+
+    def all(self) -> dict[str, Registry]:
+        return {kind: getattr(self, kind) for kind in KINDS}

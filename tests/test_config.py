@@ -1,0 +1,66 @@
+"""RunConfig: precedence of file, flags and --set; errors that name the bad key."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.core.build import build_game, build_sampler
+from selfplay.core.config import ConfigError, RunConfig, build_config
+
+
+def test_precedence_file_then_flags_then_set(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("game: kuhn-poker\nmatches: 8\ngeneration:\n  temperature: 0.5\n")
+    config = build_config(path, {"matches": 16, "seed": None}, ["generation.temperature=0.9"])
+    assert config.game == "kuhn-poker"
+    assert config.matches == 16
+    assert config.generation.temperature == 0.9
+    assert config.seed == RunConfig().seed
+
+
+def test_set_parses_yaml_scalars_and_creates_sections():
+    config = build_config(None, {}, ["game_options.max_turns=5", "invalid_moves.allowance=2"])
+    assert config.game_options == {"max_turns": 5}
+    assert config.invalid_moves.allowance == 2
+
+
+def test_unknown_top_level_key_is_named_with_valid_keys():
+    with pytest.raises(ConfigError) as err:
+        build_config(None, {}, ["matchs=3"])
+    message = str(err.value)
+    assert "'matchs'" in message and "matches" in message and "iterations" in message
+
+
+def test_unknown_nested_key_names_the_path_and_its_siblings():
+    with pytest.raises(ConfigError) as err:
+        build_config(None, {}, ["generation.temprature=0.5"])
+    assert "'generation.temprature'" in str(err.value)
+    assert "temperature" in str(err.value) and "max_new_tokens" in str(err.value)
+
+
+def test_bad_value_names_key_and_value():
+    with pytest.raises(ConfigError, match=r"'matches'.*got 0"):
+        build_config(None, {"matches": 0})
+
+
+def test_malformed_set_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        build_config(None, {}, ["matches"])
+    with pytest.raises(ConfigError, match="does not exist"):
+        build_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "list.yaml"
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        build_config(bad)
+
+
+def test_game_options_are_checked_against_the_game():
+    with pytest.raises(ConfigError, match=r"tictactoe has no option 'board_size'.*max_turns"):
+        build_game(RunConfig(game_options={"board_size": 4}))
+    with pytest.raises(ConfigError, match=r"game_options\.max_turns"):
+        build_game(RunConfig(game_options={"max_turns": 0}))
+
+
+def test_fixed_opponent_needs_a_player():
+    with pytest.raises(ConfigError, match="fixed:random"):
+        build_sampler(RunConfig(opponent="fixed"))
