@@ -70,6 +70,14 @@ def build_sampler(config: RunConfig) -> OpponentSampler:
         raise ConfigError(f"--opponent {config.opponent}: {err}") from None
 
 
+def build_estimator(config: RunConfig) -> Any:
+    factory = registries().estimators.get(config.estimator)
+    try:
+        return factory(**config.estimator_options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"estimator {config.estimator!r}: {err}") from None
+
+
 def build_reward(config: RunConfig) -> Reward:
     return registries().rewards.get(config.reward)()
 
@@ -100,6 +108,7 @@ class Seats:
 __all__ = [
     "Seats",
     "UnknownName",
+    "build_estimator",
     "build_game",
     "build_learner",
     "build_reward",

@@ -1,7 +1,9 @@
 """The `selfplay` command: a thin table of sub-commands that call functions living elsewhere.
 
 Exit codes: 0 success; 1 an unexpected error; 2 a configuration or plugin error (bad key,
-unknown name, broken plugin a run needs); 130 interrupted by the user.
+unknown name, broken plugin a run needs, a resume with nothing left to train); 3 training
+stopped after repeated non-finite losses (the last good checkpoint is kept); 4 a checkpoint
+could not be written or read; 130 interrupted by the user.
 """
 
 from __future__ import annotations
@@ -16,32 +18,61 @@ from rich.console import Console
 
 from selfplay import __version__
 
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    130,
+)
+
+
+RUN_FLAGS = (
+    "game",
+    "model",
+    "reward",
+    "opponent",
+    "estimator",
+    "iterations",
+    "matches",
+    "seed",
+    "out",
+    "name",
+)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from selfplay.core.config import build_config
-    from selfplay.core.run import run
+    from selfplay.core.loop import train
+    from selfplay.core.run_folder import resume_config
 
-    flags = {
-        key: getattr(args, key)
-        for key in (
-            "game",
-            "model",
-            "reward",
-            "opponent",
-            "estimator",
-            "iterations",
-            "matches",
-            "seed",
-            "out",
-            "name",
-            "resume",
-        )
-    }
-    config = build_config(args.config, flags, args.set or [])
-    run(config)
+    flags = {key: getattr(args, key) for key in RUN_FLAGS}
+    flags.update(_shorthand(args))
+    if args.resume:
+        changed = {k: v for k, v in flags.items() if v is not None and k != "iterations"}
+        if args.config or args.set:
+            changed["--config/--set"] = True
+        config = resume_config(args.resume, args.iterations, changed)
+    else:
+        config = build_config(args.config, flags, args.set or [])
+    train(config, Console(stderr=True))
     return EXIT_OK
+
+
+def _shorthand(args: argparse.Namespace) -> dict[str, object]:
+    """Flags that set a key inside a section (``--cold-start 200`` is cold_start.steps)."""
+    sections: dict[str, object] = {}
+    if args.cold_start is not None:
+        sections["cold_start"] = {"steps": args.cold_start}
+    if args.eval_every is not None:
+        sections["eval"] = {"every": args.eval_every}
+    hardware = {k: v for k, v in (("devices", args.devices), ("strategy", args.strategy)) if v}
+    if hardware:
+        sections["hardware"] = hardware
+    if args.lora:
+        sections["lora"] = {"enabled": True}
+    return sections
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +87,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, help="seed of the run")
     add("--out", type=Path, help="folder that holds run folders; default runs")
     add("--name", help="run folder name; default a timestamp")
-    add("--resume", type=Path, help="run folder to continue")
+    add("--resume", type=Path, help="run folder to continue (--iterations is the new total)")
+    add("--cold-start", type=int, metavar="STEPS", help="supervised warm-up steps first")
+    add("--eval-every", type=int, metavar="N", help="evaluate every N iterations")
+    add("--devices", type=int, help="processes/devices (Lightning Fabric)")
+    add("--strategy", help="auto, ddp, deepspeed_stage_2, deepspeed_stage_3, ...")
+    add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
     add("--config", type=Path, help="YAML file of config keys")
     add(
         "--set",
@@ -120,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from selfplay.core.checkpoint import CheckpointError
     from selfplay.core.config import ConfigError
+    from selfplay.core.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
     err = Console(stderr=True)
@@ -133,6 +171,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, PluginError, UnknownName) as error:
         err.print(f"[red]error:[/red] {error}", highlight=False)
         return EXIT_CONFIG
+    except NonFiniteLoss as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        return EXIT_NONFINITE
+    except CheckpointError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        return EXIT_CHECKPOINT
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED

@@ -27,6 +27,77 @@ class GenerationConfig(BaseModel):
     top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling mass.")
 
 
+class TrainConfig(BaseModel):
+    """The policy-gradient update (see core/algorithms/policy_gradient.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lr: float = Field(default=3e-4, gt=0, description="AdamW learning rate.")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
+    update_epochs: int = Field(default=1, ge=1, description="Passes over each batch (PPO if >1).")
+    minibatch_size: int = Field(default=256, ge=1, description="Samples per optimiser step.")
+    clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
+    kl_coef: float = Field(default=0.0, ge=0, description="Weight of the k3 KL to the reference.")
+    entropy_coef: float = Field(default=0.0, ge=0, description="Weight of the entropy bonus.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
+    gamma: float = Field(default=1.0, gt=0, le=1, description="Per-turn discount from the end.")
+    role_lr_scale: dict[str, float] = Field(
+        default_factory=dict, description="Per-role loss scale, e.g. {player_1: 0.5}."
+    )
+    stagger: dict[str, int] = Field(
+        default_factory=dict, description="Train a role only every n iterations: {solver: 2}."
+    )
+
+
+class ColdStartConfig(BaseModel):
+    """Supervised warm-up on scripted players' transcripts before self-play."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(default=0, ge=0, description="Warm-up steps (0 = none).")
+    players: list[str] = Field(default_factory=lambda: ["random"], description="Demonstrators.")
+    lr: float = Field(default=1e-3, gt=0, description="Warm-up learning rate.")
+    batch_size: int = Field(default=64, ge=1, description="Examples per warm-up step.")
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    every: int = Field(default=0, ge=0, description="Evaluate every n iterations (0 = ends only).")
+    matches: int = Field(default=100, ge=2, description="Matches per scripted opponent.")
+    opponents: list[str] | None = Field(default=None, description="Scripted players (all).")
+
+
+class HardwareConfig(BaseModel):
+    """Passed to Lightning Fabric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accelerator: str = Field(default="cpu", description="cpu, cuda, gpu, mps or auto.")
+    devices: int = Field(default=1, ge=1, description="Processes / devices.")
+    strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
+    precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")
+
+
+class LoraConfig(BaseModel):
+    """The ``lora`` section of a run's config."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=False, description="Train LoRA adapters on a frozen base.")
+    rank: int = Field(default=8, ge=1, description="Rank r of each adapter's update B·A.")
+    alpha: float = Field(default=16.0, gt=0, description="Scale: the update is (alpha/r)·B·A.")
+    dropout: float = Field(default=0.0, ge=0, lt=1, description="Dropout on adapter inputs.")
+    target_modules: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Module names to adapt (name suffixes); default: the attention projections.",
+    )
+    per_role: bool = Field(
+        default=False, description="One adapter per role on the shared base (name = role)."
+    )
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -41,6 +112,13 @@ class RunConfig(BaseModel):
     reward: str = Field(default="outcome", description="Reward expression, e.g. 'outcome'.")
     opponent: str = Field(default="latest", description="Opponent sampler, e.g. 'fixed:random'.")
     estimator: str = Field(default="rae", description="Advantage estimator.")
+    estimator_options: dict[str, Any] = Field(default_factory=dict, description="e.g. decay.")
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    hardware: HardwareConfig = Field(default_factory=HardwareConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    checkpoint_every: int = Field(default=10, ge=1, description="Checkpoint every n iterations.")
     iterations: int = Field(default=3, ge=0, description="Total iterations of the run.")
     matches: int = Field(default=64, ge=1, description="Matches played per iteration.")
     seed: int = Field(default=0, description="Seed for every random choice of the run.")
@@ -92,7 +170,9 @@ def build_config(
 ) -> RunConfig:
     data: dict[str, Any] = load_yaml(file) if file else {}
     for key, value in (flags or {}).items():
-        if value is not None:
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        elif value is not None:
             data[key] = value
     for assignment in overrides:
         apply_override(data, assignment)

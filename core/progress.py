@@ -1,31 +1,24 @@
-"""What a run shows in the terminal: a progress bar while it runs, a table when it ends."""
+"""What a run shows in the terminal: a progress bar while it runs, tables when it ends."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-SHOWN = (
-    ("iteration", "iter"),
-    ("mean_reward", "reward"),
-    ("learner_win_rate", "win"),
-    ("learner_non_loss_rate", "non-loss"),
-    ("invalid_rate", "invalid"),
-    ("mean_turns", "turns"),
-    ("tokens_per_s", "tok/s"),
-)
 
 
 class RunDisplay:
-    def __init__(self, config: Any, folder: Path, console: Console | None = None) -> None:
+    """Only the main process shows anything (``enabled``); the others stay quiet."""
+
+    def __init__(
+        self, config: Any, folder: Any, console: Console | None = None, enabled: bool = True
+    ) -> None:
         self.config = config
         self.folder = folder
+        self.enabled = enabled
         self.console = console or Console(stderr=True)
-        self.rows: list[dict[str, Any]] = []
+        self.last_eval = ""
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -37,30 +30,54 @@ class RunDisplay:
         )
 
     def __enter__(self) -> RunDisplay:
+        if not self.enabled:
+            return self
         c = self.config
         self.console.print(
             f"[bold]selfplay run[/bold] game={c.game} model={c.model} opponent={c.opponent} "
-            f"matches={c.matches} iterations={c.iterations} -> {self.folder}"
+            f"estimator={c.estimator} matches={c.matches} iterations={c.iterations} "
+            f"-> {self.folder.path}"
         )
         self.progress.start()
-        self.task = self.progress.add_task("iterations", total=c.iterations, status="")
+        done = self.config.resume and _done(self.folder)
+        self.task = self.progress.add_task(
+            "training", total=c.iterations, completed=done or 0, status=""
+        )
         return self
 
     def update(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        status = f"reward {row.get('mean_reward', 0):+.3f} invalid {row['invalid_rate']:.2f}"
+        if not self.enabled:
+            return
+        evals = {k: v for k, v in row.items() if k.startswith("eval/") and k.endswith("win_rate")}
+        if evals:
+            self.last_eval = " ".join(
+                f"{k.split('/')[1]} {v:.2f}" for k, v in evals.items() if "non_loss" not in k
+            )
+        status = (
+            f"reward {row['mean_reward']:+.3f}  invalid {row['invalid_rate']:.2f}"
+            f"  loss {row.get('loss', 0):+.4f}  ent {row.get('entropy', 0):.2f}"
+        )
+        if self.last_eval:
+            status += f"  eval win: {self.last_eval}"
         self.progress.update(self.task, advance=1, status=status)
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-        if self.rows:
-            self.console.print(self.table())
-        self.console.print(f"Run folder: {self.folder}")
+    def summary(self, before: dict, after: dict) -> None:
+        if not self.enabled:
+            return
+        from selfplay.core.evaluate import summary_table
 
-    def table(self) -> Table:
-        table = Table(title="iterations")
-        for _, header in SHOWN:
-            table.add_column(header, justify="right")
-        for row in self.rows:
-            table.add_row(*(str(row.get(key, "")) for key, _ in SHOWN))
-        return table
+        self.progress.stop()
+        self.console.print(summary_table(before, after))
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
+        self.progress.stop()
+        self.console.print(f"Run folder: {self.folder.path}")
+
+
+def _done(folder: Any) -> int:
+    if not folder.metrics.exists():
+        return 0
+    rows = folder.read_metrics()
+    return int(rows[-1]["iteration"]) if rows else 0

@@ -22,7 +22,6 @@ from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTra
 
 from selfplay.core.hf_policy import HFPolicy
 from selfplay.core.tokenizer import build_char_tokenizer
-from selfplay.plugins.hookspecs import hookimpl
 
 # What the tiny model's policy uses unless told otherwise: game answers are a few characters,
 # and it cannot read a rules paragraph, so it sees only the compact state.
@@ -81,8 +80,3 @@ def load_tiny_policy(
         return HFPolicy.from_pretrained(path, **options)
     model, tokenizer = build_tiny(model_seed)
     return HFPolicy(model, tokenizer, **options)
-
-
-@hookimpl
-def register_models(register):
-    register("tiny", load_tiny_policy)

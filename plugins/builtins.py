@@ -7,7 +7,8 @@ DEFAULT_PLUGINS = (
     "selfplay.games.kuhn_poker",
     "selfplay.games.rock_paper_scissors",
     "selfplay.games.negotiation",
-    "selfplay.core.tiny",
+    "selfplay.core.builtin_models",
     "selfplay.rewards.outcome",
     "selfplay.opponents.basic",
+    "selfplay.core.algorithms.registry",
 )

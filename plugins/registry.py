@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+# lowercase kebab-case; a "++" suffix is allowed for names like "reinforce++"
+NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*(\+\+)?$")
 
 
 class PluginError(Exception):

@@ -1,0 +1,1 @@
+"""Advantage estimators and policy-gradient objectives, one file each, papers cited."""

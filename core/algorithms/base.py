@@ -1,0 +1,53 @@
+"""What estimators see: one `Sample` per learner turn, and a way to reduce across processes."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from selfplay.core.types import Role
+
+# Sums a tensor over every training process (identity with one process).
+Reduce = Callable[[torch.Tensor], torch.Tensor]
+
+
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One learner turn ready for the update: what it saw, what it wrote, what that earned."""
+
+    game: str
+    role: Role
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    reward: float  # the turn's return: the role's score, discounted by its later turns
+    group: tuple[int, ...]  # GRPO group key: samples of the same prompt
+    valid: bool = True
+
+
+class Estimator(ABC):
+    """Turns sample returns into advantages; ``None`` drops a sample from the update."""
+
+    @abstractmethod
+    def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
+        """One advantage per sample, in order."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state
+
+
+def rewards_tensor(samples: Sequence[Sample]) -> torch.Tensor:
+    # float64 on purpose: integer rewards must never make an integer tensor (advantages would
+    # silently truncate), and the statistics are reduced across processes exactly.
+    return torch.tensor([s.reward for s in samples], dtype=torch.float64)

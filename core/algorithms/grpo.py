@@ -1,0 +1,37 @@
+"""Group-relative advantages (GRPO).
+
+DeepSeekMath (Shao et al., 2024), section 4.1: sample several answers to the same prompt and
+use the group's mean reward as the baseline, optionally dividing by its standard deviation:
+
+    A_i = (R_i - mean(R_group)) / (std(R_group) + eps)
+
+Groups are the samples of one prompt within one process's batch; a sample alone in its group
+has advantage 0 (it carries no relative information).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local
+
+
+class GRPO(Estimator):
+    def __init__(self, scale: bool = True, eps: float = 1e-6) -> None:
+        self.scale = scale
+        self.eps = eps
+
+    def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
+        groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        for i, sample in enumerate(samples):
+            groups[sample.group].append(i)
+        advantages: list[float | None] = [0.0] * len(samples)
+        for members in groups.values():
+            rewards = [samples[i].reward for i in members]
+            mean = sum(rewards) / len(rewards)
+            std = (sum((r - mean) ** 2 for r in rewards) / len(rewards)) ** 0.5
+            for i in members:
+                advantage = samples[i].reward - mean
+                advantages[i] = advantage / (std + self.eps) if self.scale else advantage
+        return advantages

@@ -1,0 +1,19 @@
+"""Registers the built-in model names; the heavy imports wait until a model is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selfplay.plugins.hookspecs import hookimpl
+
+
+def tiny(**options: Any) -> Any:
+    """The embedded default: a small random-init model with a character tokenizer."""
+    from selfplay.core.tiny import load_tiny_policy
+
+    return load_tiny_policy(**options)
+
+
+@hookimpl
+def register_models(register):
+    register("tiny", tiny)

@@ -1,0 +1,211 @@
+"""Evaluation against the game's scripted players: greedy, in every seat, on fixed seeds.
+
+Why fixed seeds: the same checkpoint then always meets the same deals, boards and opponent
+dice, so a before/after comparison is paired and its difference is the policy's, not luck's.
+Each seed is played once from every seat (duplicate-poker style), which also cancels the
+first-mover advantage and the luck of the deal.
+
+Why greedy: the learner's argmax answer is what it "believes"; sampling noise would blur the
+comparison. `play(greedy=True)` passes the flag to every policy, but scripted players ignore
+it and keep drawing from their match RNG, so ``random`` stays random.
+
+Results are read from the seat the policy holds in each seating (by object, not by name), so a
+policy may share its name with an opponent (``scripted:minimax`` against itself).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rich.table import Table
+
+from selfplay.core.policy import Policy, ScriptedPolicy
+from selfplay.core.rollout import play, seatings_for
+from selfplay.core.stats import wilson
+from selfplay.core.types import Episode, Role
+from selfplay.games.base import Game
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """The policy's record against one scripted opponent; rates are over ``matches``."""
+
+    opponent: str
+    matches: int
+    wins: int
+    draws: int
+    losses: int
+    forfeits: int  # matches the policy lost by an invalid move
+    win_rate: float
+    non_loss_rate: float
+    win_interval: tuple[float, float]  # Wilson 95%
+    non_loss_interval: tuple[float, float]
+    invalid_rate: float  # invalid attempts / attempts by the policy
+    mean_action_chars: float  # length of the policy's valid answers
+    mean_payoff: float  # the game's own scale: chips in Kuhn poker, ±1 in tic-tac-toe
+    payoff_by_role: dict[Role, float] = field(default_factory=dict)
+    win_rate_by_role: dict[Role, float] = field(default_factory=dict)
+
+    def as_metrics(self, prefix: str = "eval") -> dict[str, float]:
+        """Flat ``{prefix}/{opponent}/{name}`` numbers for metrics.csv and loggers."""
+        head = f"{prefix}/{self.opponent}"
+        values: dict[str, float] = {
+            "matches": self.matches,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "forfeits": self.forfeits,
+            "win_rate": self.win_rate,
+            "win_rate_low": self.win_interval[0],
+            "win_rate_high": self.win_interval[1],
+            "non_loss_rate": self.non_loss_rate,
+            "non_loss_low": self.non_loss_interval[0],
+            "non_loss_high": self.non_loss_interval[1],
+            "invalid_rate": self.invalid_rate,
+            "mean_action_chars": self.mean_action_chars,
+            "mean_payoff": self.mean_payoff,
+        }
+        values.update({f"payoff/{r}": v for r, v in self.payoff_by_role.items()})
+        values.update({f"win_rate/{r}": v for r, v in self.win_rate_by_role.items()})
+        return {f"{head}/{name}": float(v) for name, v in values.items()}
+
+
+def eval_seeds(game: Game, matches: int, seed: int) -> list[int]:
+    """Match seeds for one opponent: each deal repeated once per role, so every seat sees it.
+
+    `seatings_for` gives the policy role ``i % len(roles)`` in match ``i``; consecutive
+    matches sharing a seed therefore put the policy in each seat of the same deal.
+    """
+    rng = random.Random(f"selfplay-eval-{seed}")
+    deals = [rng.getrandbits(48) for _ in range(-(-matches // len(game.roles)))]
+    return [deals[i // len(game.roles)] for i in range(matches)]
+
+
+def evaluate(
+    game: Game,
+    policy: Policy,
+    *,
+    opponents: Sequence[str] | None = None,
+    matches: int = 100,
+    seed: int = 0,
+) -> dict[str, EvalResult]:
+    """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats."""
+    names = list(game.players) if opponents is None else list(opponents)
+    unknown = [name for name in names if name not in game.players]
+    if unknown:
+        known = ", ".join(sorted(game.players)) or "none"
+        raise ValueError(
+            f"Game {game.name!r} has no scripted player(s) {unknown}; its players are: {known}."
+        )
+    if matches < 1:
+        raise ValueError(f"matches must be at least 1, got {matches}.")
+    seeds = eval_seeds(game, matches, seed)
+    seatings = [
+        s for name in names for s in seatings_for(game, policy, ScriptedPolicy(name), matches)
+    ]
+    # One call for all opponents: the policy answers every waiting match in one batch.
+    episodes = play(game, seatings, seeds * len(names), greedy=True)
+    results = {}
+    for k, name in enumerate(names):
+        block = slice(k * matches, (k + 1) * matches)
+        results[name] = summarise(name, policy, seatings[block], episodes[block])
+    return results
+
+
+def summarise(
+    opponent: str,
+    policy: Policy,
+    seatings: Sequence[Mapping[Role, Policy]],
+    episodes: Sequence[Episode],
+) -> EvalResult:
+    """The record of ``policy`` in ``episodes``, read from the one seat it held in each."""
+    wins = draws = losses = forfeits = attempts = invalid = chars = valid = 0
+    payoffs: dict[Role, list[float]] = {}
+    role_wins: dict[Role, int] = {}
+    for seating, ep in zip(seatings, episodes, strict=True):
+        role = _seat_of(policy, seating)
+        mine = [t for t in ep.turns if t.role == role]
+        attempts += len(mine)
+        invalid += sum(not t.valid for t in mine)
+        valid += sum(t.valid for t in mine)
+        chars += sum(len(t.text) for t in mine if t.valid)
+        payoff = ep.outcome[role]
+        best_other = max(v for r, v in ep.outcome.items() if r != role)
+        wins += payoff > best_other
+        draws += payoff == best_other
+        losses += payoff < best_other
+        forfeits += ep.state.get("forfeit") == role
+        payoffs.setdefault(role, []).append(payoff)
+        role_wins[role] = role_wins.get(role, 0) + (payoff > best_other)
+    n = len(episodes)
+    return EvalResult(
+        opponent=opponent,
+        matches=n,
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        forfeits=forfeits,
+        win_rate=wins / n if n else 0.0,
+        non_loss_rate=(wins + draws) / n if n else 0.0,
+        win_interval=_interval(wins, n),
+        non_loss_interval=_interval(wins + draws, n),
+        invalid_rate=invalid / attempts if attempts else 0.0,
+        mean_action_chars=chars / valid if valid else 0.0,
+        mean_payoff=sum(sum(v) for v in payoffs.values()) / n if n else 0.0,
+        payoff_by_role={r: sum(v) / len(v) for r, v in sorted(payoffs.items())},
+        win_rate_by_role={r: role_wins[r] / len(payoffs[r]) for r in sorted(payoffs)},
+    )
+
+
+def _interval(successes: int, n: int) -> tuple[float, float]:
+    """Wilson 95%, widened by rounding error only so it always contains the point estimate."""
+    low, high = wilson(successes, n)
+    if n:
+        low, high = min(low, successes / n), max(high, successes / n)
+    return low, high
+
+
+def _seat_of(policy: Policy, seating: Mapping[Role, Policy]) -> Role:
+    held = [role for role, holder in seating.items() if holder is policy]
+    if len(held) != 1:
+        raise ValueError(
+            f"Evaluation needs the policy in exactly one seat of each match; it holds {held}."
+        )
+    return held[0]
+
+
+def summary_table(
+    before: Mapping[str, EvalResult], after: Mapping[str, EvalResult], title: str = "Evaluation"
+) -> Table:
+    """The run's closing table: per opponent, each metric before → after."""
+    table = Table(title=title)
+    for column in ("opponent", "win rate [95% CI]", "non-loss", "mean payoff", "invalid"):
+        table.add_column(column, justify="left" if column == "opponent" else "right")
+    names = list(before) + [name for name in after if name not in before]
+    for name in names:
+        old, new = before.get(name), after.get(name)
+        table.add_row(name, *(_change(old, new, show) for show in _CELLS))
+    return table
+
+
+def _interval_cell(r: EvalResult) -> str:
+    low, high = r.win_interval
+    return f"{r.win_rate:.2f} [{low:.2f}, {high:.2f}]"
+
+
+_CELLS: tuple[Callable[[EvalResult], str], ...] = (
+    _interval_cell,
+    lambda r: f"{r.non_loss_rate:.2f}",
+    lambda r: f"{r.mean_payoff:+.3f}",
+    lambda r: f"{r.invalid_rate:.2f}",
+)
+
+
+def _change(
+    old: EvalResult | None, new: EvalResult | None, show: Callable[[EvalResult], str]
+) -> str:
+    left = show(old) if old is not None else "–"
+    right = show(new) if new is not None else "–"
+    return f"{left} → {right}"

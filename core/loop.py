@@ -1,0 +1,357 @@
+"""The self-play training loop, on Lightning Fabric.
+
+    each iteration:  seat the matches (opponent sampler) -> play them in lock-step (rollout)
+                     -> rewards -> per-turn returns -> advantages (estimator) -> update
+                     -> log, evaluate, checkpoint
+
+Fabric owns devices, precision, the DDP / DeepSpeed strategies, checkpoint I/O and loggers;
+the loop itself is ours. Every process draws the same seatings and seeds and plays its own
+share of the matches; estimator statistics are summed across processes; process 0 alone
+writes the run folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import lightning as L
+import torch
+
+from selfplay.core import checkpoint
+from selfplay.core.build import (
+    Seats,
+    build_estimator,
+    build_game,
+    build_learner,
+    build_reward,
+    build_sampler,
+)
+from selfplay.core.config import ConfigError, RunConfig
+from selfplay.core.episode_log import write_episodes
+from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.lora import (
+    adapter_state_dict,
+    apply_lora,
+    load_adapter_state_dict,
+    reference_logits_context,
+)
+from selfplay.core.rollout import play
+from selfplay.core.run_folder import RunFolder, make_run_folder
+from selfplay.core.samples import episode_samples
+from selfplay.core.seating import seat_matches
+from selfplay.core.stats import role_outcomes
+from selfplay.core.update import Updater
+from selfplay.opponents.base import LEARNER
+
+
+@dataclass
+class Progress:
+    """Counters that a checkpoint carries besides the model and optimiser."""
+
+    iteration: int = 0
+    episodes_bytes: int = 0
+    before: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class TrainResult:
+    folder: RunFolder | None
+    rows: list[dict[str, Any]]
+    before: dict[str, EvalResult]
+    after: dict[str, EvalResult]
+
+
+def train(config: RunConfig, console: Any = None) -> TrainResult:
+    hw = config.hardware
+    fabric = L.Fabric(
+        accelerator=hw.accelerator, devices=hw.devices, strategy=hw.strategy, precision=hw.precision
+    )
+    fabric.launch()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    return Trainer(fabric, config, console).run()
+
+
+class Trainer:
+    def __init__(self, fabric: L.Fabric, config: RunConfig, console: Any = None) -> None:
+        self.fabric, self.config, self.console = fabric, config, console
+        self.main = fabric.global_rank == 0
+        torch.manual_seed(config.seed)
+        self.game = build_game(config)
+        self.sampler = build_sampler(config)
+        self.reward = build_reward(config)
+        self.estimator = build_estimator(config)
+        self.learner = build_learner(config)
+        self.learner.name = LEARNER
+        self.rng = random.Random(config.seed)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.progress = Progress()
+        self.folder = self._open_folder()
+
+    # ---- set-up ----------------------------------------------------------------------------
+
+    def _open_folder(self) -> RunFolder | None:
+        folder = None
+        if self.main:
+            if self.config.resume:
+                folder = RunFolder(self.config.resume)
+            else:
+                folder = make_run_folder(self.config)
+                folder.write_config(self.config)
+        return folder
+
+    def _prepare_model(self, resuming: bool) -> None:
+        config, learner = self.config, self.learner
+        if config.lora.enabled:
+            learner.model = apply_lora(learner.model, config.lora, self.game.roles)
+        if config.cold_start.steps and not resuming:
+            from selfplay.core.cold_start import cold_start
+
+            cs = config.cold_start
+            report = cold_start(
+                learner,
+                self.game,
+                cs.steps,
+                players=cs.players,
+                batch_size=cs.batch_size,
+                lr=cs.lr,
+                seed=config.seed,
+            )
+            self._say(f"cold start: {report}")
+        self.reference = None
+        if config.train.kl_coef > 0 and not config.lora.enabled:
+            self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
+        params = [p for p in learner.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(
+            params, lr=config.train.lr, weight_decay=config.train.weight_decay
+        )
+        model, optimizer = self.fabric.setup(learner.model, optimizer)
+        learner.model = model.module  # generation runs on the plain module; weights are shared
+        self.model, self.optimizer = model, optimizer
+        self.updater = Updater(
+            model=model,
+            optimizer=optimizer,
+            config=config.train,
+            pad_id=learner.pad_id,
+            backward=self.fabric.backward,
+            clip_gradients=self.fabric.clip_gradients,
+            reference=(lambda: reference_logits_context(model.module))
+            if config.lora.enabled
+            else None,
+            reference_model=self.reference,
+            temperature=config.generation.temperature,
+        )
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        from selfplay.core.progress import RunDisplay
+
+        resume_from = checkpoint.latest(self.config.resume) if self.config.resume else None
+        self._prepare_model(resuming=resume_from is not None)
+        if resume_from is not None:
+            self._restore(resume_from)
+        elif self.config.resume and self.main and self.folder:
+            self.folder.truncate(0, 0)  # killed before its first checkpoint: start over
+        start = self.progress.iteration
+        if self.config.resume and start >= self.config.iterations:
+            raise ConfigError(
+                f"{self.config.resume} has already trained {start} iterations; "
+                f"--iterations {self.config.iterations} leaves nothing to train. "
+                "--iterations is the total: pass a larger one."
+            )
+        before = self._before_eval()
+        rows: list[dict[str, Any]] = []
+        display = RunDisplay(self.config, self.folder, self.console, enabled=self.main)
+        with display:
+            for iteration in range(start + 1, self.config.iterations + 1):
+                row = self.iteration(iteration)
+                if self.config.eval.every and iteration % self.config.eval.every == 0:
+                    row.update(self._eval_metrics(self.evaluate()))
+                self._log(row)
+                rows.append(row)
+                display.update(row)
+                last = iteration == self.config.iterations
+                if last or iteration % self.config.checkpoint_every == 0:
+                    self.save(iteration)
+            after = self.evaluate()
+            display.summary(before, after)
+        return TrainResult(self.folder, rows, before, after)
+
+    def iteration(self, iteration: int) -> dict[str, Any]:
+        config, fabric = self.config, self.fabric
+        started = time.perf_counter()
+        seats = Seats(self.learner, self.game)
+        seatings, seeds = seat_matches(self.game, self.sampler, seats, self.rng, config.matches)
+        share = slice(fabric.global_rank, None, fabric.world_size)
+        episodes = play(self.game, seatings[share], seeds[share])
+        played = time.perf_counter()
+        scores = self.reward(episodes)
+        samples = episode_samples(episodes, scores, LEARNER, config.train.gamma)
+        samples = [s for s in samples if self._trains(s.role, iteration)]
+        advantages = self.estimator(samples, reduce=self._sum)
+        kept = [(s, a) for s, a in zip(samples, advantages, strict=True) if a is not None]
+        chunks = self._minibatches(len(kept))
+        stats = self.updater.update(
+            [s for s, _ in kept], [a for _, a in kept], self.generator, chunks
+        )
+        self.sampler.update(episodes)
+        if self.main and self.folder:
+            write_episodes(self.folder.episodes, self._gather_episodes(episodes))
+        else:
+            self._gather_episodes(episodes)
+        row = {"iteration": iteration, **self._episode_metrics(episodes, scores)}
+        row.update(stats.means())
+        row["advantage_mean"] = sum(a for _, a in kept) / max(len(kept), 1)
+        row["rollout_seconds"] = played - started
+        row["update_seconds"] = time.perf_counter() - played
+        return row
+
+    # ---- pieces ----------------------------------------------------------------------------
+
+    def _trains(self, role: str, iteration: int) -> bool:
+        every = self.config.train.stagger.get(role, 1)
+        return iteration % every == 0
+
+    def _sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.fabric.world_size == 1:
+            return tensor
+        return self.fabric.all_reduce(tensor.float(), reduce_op="sum").double()
+
+    def _minibatches(self, count: int) -> int:
+        """Optimiser steps this iteration: equal on every process (collective backward)."""
+        size = self.config.train.minibatch_size
+        fewest = count
+        if self.fabric.world_size > 1:
+            counts = self.fabric.all_gather(torch.tensor(count))
+            fewest = int(counts.min())
+        return 0 if fewest == 0 else -(-fewest // size)
+
+    def _gather_episodes(self, episodes: list) -> list:
+        if self.fabric.world_size == 1:
+            return episodes
+        import torch.distributed as dist
+
+        gathered: list[Any] = [None] * self.fabric.world_size
+        dist.all_gather_object(gathered, [e.to_dict() for e in episodes])
+        from selfplay.core.types import Episode
+
+        return [Episode.from_dict(d) for part in gathered for d in part]
+
+    def _episode_metrics(self, episodes: list, scores: list) -> dict[str, float]:
+        turns = [t for ep in episodes for t in ep.turns if t.seat == LEARNER]
+        learner_scores = [
+            v
+            for ep, per_role in zip(episodes, scores, strict=True)
+            for role, v in per_role.items()
+            if v is not None and ep.seats[role] == LEARNER
+        ]
+        local = torch.tensor(
+            [
+                len(episodes),
+                sum(not t.valid for t in turns),
+                len(turns),
+                sum(learner_scores),
+                len(learner_scores),
+                sum(len(t.token_ids) for t in turns),
+            ],
+            dtype=torch.float64,
+        )
+        total = self._sum(local)
+        n, invalid, attempts, score_sum, score_n, tokens = total.tolist()
+        row = {
+            "matches": int(n),
+            "mean_reward": score_sum / max(score_n, 1),
+            "invalid_rate": invalid / max(attempts, 1),
+            "learner_turns": int(attempts),
+            "generated_tokens": int(tokens),
+        }
+        row.update({f"share/{k}": v for k, v in role_outcomes(episodes).items()})
+        return row
+
+    def evaluate(self) -> dict[str, EvalResult]:
+        ev = self.config.eval
+        return evaluate(
+            self.game,
+            self.learner,
+            opponents=ev.opponents,
+            matches=ev.matches,
+            seed=self.config.seed + 7919,
+        )
+
+    def _before_eval(self) -> dict[str, EvalResult]:
+        if self.progress.before:
+            return {k: EvalResult(**v) for k, v in self.progress.before.items()}
+        before = self.evaluate()
+        self.progress.before = {k: v.__dict__.copy() for k, v in before.items()}
+        return before
+
+    def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
+        row: dict[str, float] = {}
+        for name, result in results.items():
+            row.update(result.as_metrics(f"eval/{name}"))
+        return row
+
+    def _log(self, row: dict[str, Any]) -> None:
+        if self.main and self.folder:
+            self.folder.append_metrics(row)
+
+    def _say(self, text: str) -> None:
+        if self.main and self.console is not None:
+            self.console.print(text)
+
+    # ---- checkpoints -----------------------------------------------------------------------
+
+    def save(self, iteration: int) -> None:
+        self.progress.iteration = iteration
+        if self.main and self.folder:
+            self.progress.episodes_bytes = self.folder.episodes_size()
+        state: dict[str, Any] = {
+            "optimizer": self.optimizer,
+            "estimator": self.estimator.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "rng": checkpoint.rng_state(self.rng, self.generator),
+            "progress": self.progress.__dict__.copy(),
+            "nonfinite_streak": self.updater.nonfinite_streak,
+            "config_hash": checkpoint.config_hash(self.config.model_dump(mode="json")),
+        }
+        if self.config.lora.enabled:
+            state["adapters"] = adapter_state_dict(self.model.module)
+        else:
+            state["model"] = self.model
+        if self.reference is not None:
+            state["reference"] = self.reference.state_dict()
+        path = self.folder.path if self.folder else self.config.resume or self.config.out
+        checkpoint.save(self.fabric, self._shared_folder(path), iteration, state)
+
+    def _shared_folder(self, path: Any) -> Any:
+        """Every process needs the run folder's path (only process 0 made it)."""
+        return self.fabric.broadcast(path, src=0)
+
+    def _restore(self, path: Any) -> None:
+        state: dict[str, Any] = {"optimizer": self.optimizer}
+        if not self.config.lora.enabled:
+            state["model"] = self.model
+        rest = checkpoint.load(self.fabric, path, state)
+        saved_hash = rest["config_hash"]
+        current = checkpoint.config_hash(self.config.model_dump(mode="json"))
+        if saved_hash != current:
+            raise checkpoint.CheckpointError(
+                f"The checkpoint {path} was written with a different config ({saved_hash} vs "
+                f"{current}); resume with the run folder's own config.yaml."
+            )
+        if self.config.lora.enabled:
+            load_adapter_state_dict(self.model.module, rest["adapters"])
+        if self.reference is not None:
+            self.reference.load_state_dict(rest["reference"])
+        self.estimator.load_state_dict(rest["estimator"])
+        self.sampler.load_state_dict(rest["sampler"])
+        checkpoint.restore_rng(rest["rng"], self.rng, self.generator)
+        self.progress = Progress(**rest["progress"])
+        self.updater.nonfinite_streak = rest["nonfinite_streak"]
+        if self.main and self.folder:
+            self.folder.truncate(self.progress.iteration, self.progress.episodes_bytes)

@@ -1,0 +1,153 @@
+"""One policy update: minibatches of samples → loss → backward → clipped step.
+
+Reads like the algorithm: score the actions under the current policy (and the reference, when
+a KL pull is asked for), form the clipped policy-gradient loss, step. A non-finite loss is
+skipped (no step) and reported, so the loop can stop after several in a row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+import torch
+
+from selfplay.core.algorithms.base import Sample
+from selfplay.core.algorithms.policy_gradient import policy_gradient_loss, score
+from selfplay.core.config import TrainConfig
+
+
+@dataclass
+class UpdateStats:
+    steps: int = 0
+    skipped: int = 0  # minibatches whose loss was not finite
+    tokens: int = 0
+    loss: float = 0.0
+    policy: float = 0.0
+    kl: float = 0.0
+    entropy: float = 0.0
+    clip_fraction: float = 0.0
+    grad_norm: float = 0.0
+
+    def add(self, terms, grad_norm: float, tokens: int) -> None:
+        self.steps += 1
+        self.tokens += tokens
+        for name in ("policy", "kl", "entropy", "clip_fraction"):
+            setattr(self, name, getattr(self, name) + getattr(terms, name))
+        self.loss += terms.loss.item()
+        self.grad_norm += grad_norm
+
+    def means(self) -> dict[str, float]:
+        n = max(self.steps, 1)
+        names = ("loss", "policy", "kl", "entropy", "clip_fraction", "grad_norm")
+        row = {name: getattr(self, name) / n for name in names}
+        row.update(update_steps=self.steps, skipped_steps=self.skipped, train_tokens=self.tokens)
+        return row
+
+
+class NonFiniteLoss(RuntimeError):
+    """Several losses in a row were NaN or infinite; the run stops on its last good checkpoint."""
+
+
+MAX_NONFINITE_IN_A_ROW = 3
+
+
+@dataclass
+class Updater:
+    """Holds what every update needs; ``reference`` yields a context scoring the reference."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    config: TrainConfig
+    pad_id: int
+    backward: Callable[[torch.Tensor], None]
+    clip_gradients: Callable[..., torch.Tensor]  # Fabric.clip_gradients(module, opt, max_norm=)
+    reference: Callable[[], AbstractContextManager] | None = None
+    reference_model: torch.nn.Module | None = None
+    temperature: float = 1.0
+    nonfinite_streak: int = 0
+
+    def update(
+        self,
+        samples: Sequence[Sample],
+        advantages: Sequence[float],
+        generator: torch.Generator,
+        minibatches: int,
+    ) -> UpdateStats:
+        """``update_epochs`` passes, each in ``minibatches`` shuffled, nearly equal parts.
+
+        The number of minibatches is given rather than derived, because under DDP every
+        process must take the same number of optimiser steps.
+        """
+        stats = UpdateStats()
+        if not samples or minibatches < 1:
+            return stats
+        self.model.train()
+        epochs = self.config.update_epochs
+        for _ in range(epochs):
+            order = torch.randperm(len(samples), generator=generator)
+            for part in torch.tensor_split(order, minibatches):
+                batch = [samples[i] for i in part.tolist()]
+                batch_adv = [advantages[i] for i in part.tolist()]
+                self._step(batch, batch_adv, stats, fresh=epochs == 1)
+        self.model.eval()
+        return stats
+
+    def _step(
+        self, batch: list[Sample], advantages: list[float], stats: UpdateStats, fresh: bool
+    ) -> None:
+        prompts = [s.prompt_ids for s in batch]
+        actions = [s.token_ids for s in batch]
+        current = score(self.model, prompts, actions, self.pad_id, self.temperature)
+        if fresh:  # one epoch: the rollout policy is the current one; ratio exactly 1
+            old = current.logp.detach()
+        else:
+            old = _padded([s.logprobs for s in batch], current.logp.shape)
+        ref_logp = self._reference_logp(prompts, actions)
+        scale = self.config.role_lr_scale
+        terms = policy_gradient_loss(
+            current,
+            old,
+            torch.tensor(advantages, dtype=torch.float32),
+            torch.tensor([scale.get(s.role, 1.0) for s in batch], dtype=torch.float32),
+            clip=self.config.clip,
+            ref_logp=ref_logp,
+            kl_coef=self.config.kl_coef,
+            entropy_coef=self.config.entropy_coef,
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        if not math.isfinite(terms.loss.item()):
+            stats.skipped += 1
+            self.nonfinite_streak += 1
+            if self.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
+                raise NonFiniteLoss(
+                    f"{self.nonfinite_streak} non-finite losses in a row; stopping. Lower "
+                    "train.lr or set train.max_grad_norm, and check the rewards are finite."
+                )
+            return
+        self.nonfinite_streak = 0
+        self.backward(terms.loss)
+        norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.config.max_grad_norm)
+        self.optimizer.step()
+        stats.add(terms, float(norm), int(current.mask.sum()))
+
+    def _reference_logp(self, prompts, actions) -> torch.Tensor | None:
+        if self.config.kl_coef <= 0:
+            return None
+        if self.reference_model is not None:
+            model, context = self.reference_model, nullcontext()
+        elif self.reference is not None:
+            model, context = self.model, self.reference()
+        else:
+            return None
+        with torch.no_grad(), context:
+            return score(model, prompts, actions, self.pad_id, self.temperature, False).logp
+
+
+def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:
+    out = torch.zeros(shape)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return out
