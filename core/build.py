@@ -78,6 +78,10 @@ def build_estimator(config: RunConfig) -> Any:
         raise ConfigError(f"estimator {config.estimator!r}: {err}") from None
 
 
+def build_callbacks(config: RunConfig) -> list[Any]:
+    return [registries().callbacks.get(name)() for name in config.callbacks]
+
+
 def build_reward(config: RunConfig) -> Reward:
     return registries().rewards.get(config.reward)()
 
@@ -108,6 +112,7 @@ class Seats:
 __all__ = [
     "Seats",
     "UnknownName",
+    "build_callbacks",
     "build_estimator",
     "build_game",
     "build_learner",

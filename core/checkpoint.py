@@ -41,7 +41,7 @@ def rng_state(run_rng: random.Random, generator: torch.Generator) -> dict[str, A
     return {
         "run": run_rng.getstate(),
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": _numpy_state(),
         "torch": torch.get_rng_state(),
         "update": generator.get_state(),
     }
@@ -50,9 +50,16 @@ def rng_state(run_rng: random.Random, generator: torch.Generator) -> dict[str, A
 def restore_rng(state: dict[str, Any], run_rng: random.Random, generator: torch.Generator) -> None:
     run_rng.setstate(state["run"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     generator.set_state(state["update"])
+
+
+def _numpy_state() -> tuple[Any, ...]:
+    # plain Python values: checkpoints load with torch.load(weights_only=True)
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return name, keys.tolist(), int(pos), int(has_gauss), float(cached)
 
 
 def save(fabric: Any, folder: Path, iteration: int, state: dict[str, Any]) -> Path:

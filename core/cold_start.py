@@ -30,7 +30,7 @@ from selfplay.games.base import Game
 
 Transcript = tuple[tuple[Message, ...], str]
 IGNORE = -100  # label of a position the loss skips (prompt and padding)
-# Scripted matches are played this many at a time until there are enough examples.
+# Scripted matches are played at most this many at a time until there are enough examples.
 MATCHES_PER_ROUND = 512
 # Distinct examples kept at most; longer cold starts revisit them in fresh shuffled orders.
 MAX_DISTINCT_EXAMPLES = 50_000
@@ -148,10 +148,13 @@ def cold_start(
     batch_size: int = 64,
     lr: float = 1e-3,
     seed: int = 0,
+    max_grad_norm: float | None = 1.0,
     log: Callable[[int, float], None] | None = None,
 ) -> ColdStartReport:
     """Train ``policy.model`` for ``steps`` AdamW steps on scripted transcripts of ``game``.
 
+    The gradient norm is clipped to ``max_grad_norm`` (None: not clipped): without it the
+    loss spiked back up just as the tiny model began to copy legal cells.
     ``log(step, loss)`` is called after every step. The model is left in eval mode.
     """
     if steps < 1 or batch_size < 1:
@@ -176,6 +179,8 @@ def cold_start(
                 )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if max_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(trainable, max_grad_norm)
             optimizer.step()
             losses.append(loss.item())
             if log is not None:
@@ -198,14 +203,13 @@ def _gather_examples(
 ) -> tuple[list[Example], int]:
     """At least ``wanted`` examples (up to MAX_DISTINCT_EXAMPLES) and the matches played."""
     wanted = min(wanted, MAX_DISTINCT_EXAMPLES)
+    per_round = min(MATCHES_PER_ROUND, max(8, wanted // 4))  # a match has >= 1 valid turn
     examples: list[Example] = []
     matches = 0
-    for round_ in range(math.ceil(MAX_DISTINCT_EXAMPLES / MATCHES_PER_ROUND)):
-        transcripts = scripted_transcripts(
-            game, players, MATCHES_PER_ROUND, seed=seed * 1_000_003 + round_
-        )
+    for round_ in range(math.ceil(MAX_DISTINCT_EXAMPLES / per_round)):
+        transcripts = scripted_transcripts(game, players, per_round, seed=seed * 1_000_003 + round_)
         examples.extend(build_examples(policy, game, transcripts))
-        matches += MATCHES_PER_ROUND
+        matches += per_round
         if not transcripts or len(examples) >= wanted:
             break
     if not examples:

@@ -119,7 +119,11 @@ class RunConfig(BaseModel):
     hardware: HardwareConfig = Field(default_factory=HardwareConfig)
     lora: LoraConfig = Field(default_factory=LoraConfig)
     checkpoint_every: int = Field(default=10, ge=1, description="Checkpoint every n iterations.")
+    callbacks: list[str] = Field(default_factory=list, description="Registered callbacks to run.")
     iterations: int = Field(default=3, ge=0, description="Total iterations of the run.")
+    minutes: float | None = Field(
+        default=None, gt=0, description="Stop (checkpointed) after this much wall-clock time."
+    )
     matches: int = Field(default=64, ge=1, description="Matches played per iteration.")
     seed: int = Field(default=0, description="Seed for every random choice of the run.")
     threads: int = Field(default=0, ge=0, description="Torch CPU threads (0 = torch's default).")

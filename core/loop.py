@@ -24,6 +24,7 @@ import torch
 from selfplay.core import checkpoint
 from selfplay.core.build import (
     Seats,
+    build_callbacks,
     build_estimator,
     build_game,
     build_learner,
@@ -85,6 +86,7 @@ class Trainer:
         self.sampler = build_sampler(config)
         self.reward = build_reward(config)
         self.estimator = build_estimator(config)
+        self.callbacks = build_callbacks(config)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
         self.rng = random.Random(config.seed)
@@ -158,6 +160,7 @@ class Trainer:
         elif self.config.resume and self.main and self.folder:
             self.folder.truncate(0, 0)  # killed before its first checkpoint: start over
         start = self.progress.iteration
+        self.started = time.perf_counter()
         if self.config.resume and start >= self.config.iterations:
             raise ConfigError(
                 f"{self.config.resume} has already trained {start} iterations; "
@@ -166,21 +169,31 @@ class Trainer:
             )
         before = self._before_eval()
         rows: list[dict[str, Any]] = []
+        for callback in self.callbacks:
+            callback.on_train_start(self)
         display = RunDisplay(self.config, self.folder, self.console, enabled=self.main)
         with display:
             for iteration in range(start + 1, self.config.iterations + 1):
                 row = self.iteration(iteration)
                 if self.config.eval.every and iteration % self.config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
+                row["elapsed_seconds"] = time.perf_counter() - self.started
                 self._log(row)
                 rows.append(row)
                 display.update(row)
-                last = iteration == self.config.iterations
+                last = iteration == self.config.iterations or self._out_of_time()
                 if last or iteration % self.config.checkpoint_every == 0:
                     self.save(iteration)
+                for callback in self.callbacks:
+                    callback.on_iteration_end(self, iteration, row)
+                if last:
+                    break
             after = self.evaluate()
             display.summary(before, after)
-        return TrainResult(self.folder, rows, before, after)
+        result = TrainResult(self.folder, rows, before, after)
+        for callback in self.callbacks:
+            callback.on_train_end(self, result)
+        return result
 
     def iteration(self, iteration: int) -> dict[str, Any]:
         config, fabric = self.config, self.fabric
@@ -212,6 +225,14 @@ class Trainer:
         return row
 
     # ---- pieces ----------------------------------------------------------------------------
+
+    def _out_of_time(self) -> bool:
+        """Every process must agree, so process 0's clock decides."""
+        limit = self.config.minutes
+        if limit is None:
+            return False
+        late = torch.tensor(float(time.perf_counter() - self.started > limit * 60))
+        return bool(self.fabric.broadcast(late, src=0).item())
 
     def _trains(self, role: str, iteration: int) -> bool:
         every = self.config.train.stagger.get(role, 1)

@@ -58,7 +58,9 @@ def test_rows_are_the_play_time_prompt_then_answer_then_eos():
     for row, example in enumerate(examples[:4]):
         n_prompt, n = len(example.prompt_ids), len(example.prompt_ids) + len(example.target_ids)
         assert batch["input_ids"][row, :n].tolist() == [*example.prompt_ids, *example.target_ids]
-        assert batch["attention_mask"][row].tolist() == [1] * n + [0] * (len(batch["labels"][row]) - n)
+        assert batch["attention_mask"][row].tolist() == [1] * n + [0] * (
+            len(batch["labels"][row]) - n
+        )
         labels = batch["labels"][row].tolist()
         assert labels[:n_prompt] == [IGNORE] * n_prompt  # prompt masked
         assert labels[n_prompt:n] == list(example.target_ids)

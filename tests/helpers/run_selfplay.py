@@ -1,0 +1,69 @@
+"""Runs `selfplay` with the test callbacks and rewards below registered as a built-in plugin.
+
+Used as a script (not `python -c`) so that Lightning's DDP launcher can start it again for
+the second process. Usage: python tests/helpers/run_selfplay.py run --game ... --set ...
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from selfplay import Reward, hookimpl
+from selfplay.core.callbacks import Callback
+from selfplay.plugins import manager
+
+
+class StallAfter(Callback):
+    """At iteration SELFPLAY_TEST_STALL_AT, write a marker file and sleep (to be SIGKILLed)."""
+
+    def on_iteration_end(self, trainer, iteration, row):
+        if iteration == int(os.environ.get("SELFPLAY_TEST_STALL_AT", -1)):
+            Path(os.environ["SELFPLAY_TEST_MARKER"]).write_text(str(iteration))
+            time.sleep(600)
+
+
+class WeightDigest(Callback):
+    """Writes a digest of this process's weights to SELFPLAY_TEST_DIGESTS/rank-N."""
+
+    def on_train_end(self, trainer, result):
+        digest = hashlib.sha256()
+        for name, tensor in sorted(trainer.model.module.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        folder = Path(os.environ["SELFPLAY_TEST_DIGESTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"rank-{trainer.fabric.global_rank}").write_text(digest.hexdigest())
+
+
+class NotANumber(Reward):
+    name = "nan"
+
+    def __call__(self, episodes):
+        return [dict.fromkeys(ep.outcome, math.nan) for ep in episodes]
+
+
+@hookimpl
+def register_callbacks(register):
+    register("test-stall", StallAfter)
+    register("test-digest", WeightDigest)
+
+
+@hookimpl
+def register_rewards(register):
+    register("test-nan", NotANumber)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    sys.modules["selfplay_test_plugin"] = sys.modules[__name__]
+    manager.DEFAULT_PLUGINS = (*manager.DEFAULT_PLUGINS, "selfplay_test_plugin")
+    from selfplay.core.cli import main
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""The training loop end to end: outputs, exact resume after SIGKILL, non-finite losses, DDP."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
+TINY = [
+    "--game", "tictactoe", "--matches", "8", "--cold-start", "5", "--seed", "11",
+    "--set", "eval.matches=4", "--set", "checkpoint_every=1", "--set", "train.minibatch_size=16",
+    "--set", "cold_start.batch_size=16",
+]  # fmt: skip
+
+
+def selfplay(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, str(HELPER), *args],
+        env=full_env, capture_output=True, text=True, timeout=600, **kwargs,
+    )  # fmt: skip
+
+
+def losses(folder: Path) -> dict[int, str]:
+    with (folder / "metrics.csv").open() as f:
+        return {int(row["iteration"]): row["loss"] for row in csv.DictReader(f)}
+
+
+def test_run_folder_holds_config_metrics_episodes_checkpoints(tmp_path):
+    out = selfplay("run", *TINY, "--iterations", "2", "--out", str(tmp_path), "--name", "a")
+    assert out.returncode == 0, out.stderr
+    folder = tmp_path / "a"
+    assert (folder / "config.yaml").exists() and (folder / "episodes.jsonl").exists()
+    assert (folder / "checkpoints" / "latest").read_text() == "iter-000002"
+    assert sorted(p.name for p in (folder / "checkpoints").iterdir()) == [
+        "iter-000001", "iter-000002", "latest"
+    ]  # fmt: skip
+    assert set(losses(folder)) == {1, 2}
+    assert "win rate" in out.stderr  # the before/after table
+
+
+def test_resume_after_sigkill_is_bitwise_equal(tmp_path):
+    straight = selfplay("run", *TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
+    assert straight.returncode == 0, straight.stderr
+
+    marker = tmp_path / "stalled"
+    env = {"SELFPLAY_TEST_STALL_AT": "2", "SELFPLAY_TEST_MARKER": str(marker)}
+    args = [*TINY, "--iterations", "3", "--set", "callbacks=[test-stall]"]
+    killed = subprocess.Popen(
+        [sys.executable, str(HELPER), "run", *args, "--out", str(tmp_path), "--name", "k"],
+        env={**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1", **env},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.time() + 300
+    while not marker.exists() and time.time() < deadline and killed.poll() is None:
+        time.sleep(0.1)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert marker.exists(), "the run never reached iteration 2"
+
+    resumed = selfplay("run", "--resume", str(tmp_path / "k"), "--iterations", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    assert losses(tmp_path / "k") == losses(tmp_path / "s")  # the text of every logged loss
+
+
+def test_resume_with_nothing_left_to_train_names_the_folder(tmp_path):
+    done = selfplay("run", *TINY, "--iterations", "1", "--out", str(tmp_path), "--name", "d")
+    assert done.returncode == 0, done.stderr
+    again = selfplay("run", "--resume", str(tmp_path / "d"), "--iterations", "1")
+    assert again.returncode == 2
+    assert str(tmp_path / "d") in again.stderr and "nothing to train" in again.stderr
+
+
+def test_resume_refuses_changed_settings(tmp_path):
+    out = selfplay("run", "--resume", str(tmp_path), "--matches", "4")
+    assert out.returncode == 2 and "config.yaml" in out.stderr
+
+
+def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):
+    out = selfplay(
+        "run", *TINY, "--reward", "test-nan", "--iterations", "5", "--out", str(tmp_path)
+    )
+    assert out.returncode == 3, out.stderr
+    assert "non-finite" in out.stderr
+
+
+def test_ddp_two_processes_end_with_identical_weights(tmp_path):
+    digests = tmp_path / "digests"
+    out = selfplay(
+        "run", *TINY, "--iterations", "2", "--devices", "2", "--strategy", "ddp",
+        "--set", "callbacks=[test-digest]", "--out", str(tmp_path), "--name", "ddp",
+        env={"SELFPLAY_TEST_DIGESTS": str(digests)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    ranks = sorted(p.read_text() for p in digests.iterdir())
+    assert len(ranks) == 2 and ranks[0] == ranks[1]
+    rows = list(csv.DictReader((tmp_path / "ddp" / "metrics.csv").open()))
+    assert [int(r["matches"]) for r in rows] == [8, 8]  # both processes' matches counted
+    episodes = (tmp_path / "ddp" / "episodes.jsonl").read_text().splitlines()
+    assert len(episodes) == 16
