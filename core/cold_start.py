@@ -146,7 +146,7 @@ def cold_start(
     *,
     players: Sequence[str] = ("random",),
     batch_size: int = 64,
-    lr: float = 1e-3,
+    lr: float = 5e-4,
     seed: int = 0,
     max_grad_norm: float | None = 1.0,
     log: Callable[[int, float], None] | None = None,
@@ -161,32 +161,18 @@ def cold_start(
         raise ValueError(f"steps and batch_size must be at least 1, got {steps}, {batch_size}.")
     start = time.perf_counter()
     examples, matches = _gather_examples(policy, game, players, steps * batch_size, seed)
-    model = policy.model
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        [p for p in policy.model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0
+    )
     batches = _shuffled_batches(examples, batch_size, seed)
-    losses: list[float] = []
-    model.train()
+    policy.model.train()
     try:
-        for step in range(1, steps + 1):
-            batch = {
-                k: v.to(model.device) for k, v in collate(next(batches), policy.pad_id).items()
-            }
-            loss = target_loss(model, batch)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"Cold-start loss became {loss.item()} at step {step}; lower lr (now {lr})."
-                )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if max_grad_norm is not None:
-                torch.nn.utils.clip_grad_norm_(trainable, max_grad_norm)
-            optimizer.step()
-            losses.append(loss.item())
-            if log is not None:
-                log(step, losses[-1])
+        losses = [
+            _step(policy, optimizer, next(batches), max_grad_norm, step, log)
+            for step in range(1, steps + 1)
+        ]
     finally:
-        model.eval()
+        policy.model.eval()
     tail = losses[-10:]
     return ColdStartReport(
         steps=steps,
@@ -196,6 +182,34 @@ def cold_start(
         last_loss=sum(tail) / len(tail),
         seconds=time.perf_counter() - start,
     )
+
+
+def _step(
+    policy: HFPolicy,
+    optimizer: torch.optim.Optimizer,
+    examples: Sequence[Example],
+    max_grad_norm: float | None,
+    step: int,
+    log: Callable[[int, float], None] | None,
+) -> float:
+    """One optimiser step on one batch; returns its loss."""
+    model = policy.model
+    batch = {k: v.to(model.device) for k, v in collate(examples, policy.pad_id).items()}
+    loss = target_loss(model, batch)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(
+            f"Cold-start loss became {loss.item()} at step {step}; lower the learning rate."
+        )
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if max_grad_norm is not None:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+    value = loss.item()
+    if log is not None:
+        log(step, value)
+    return value
 
 
 def _gather_examples(

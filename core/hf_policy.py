@@ -38,7 +38,8 @@ What a caller must know:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,8 @@ class HFPolicy(Policy):
         self.include_system = include_system
         self.seed = seed
         self.share_prefix = share_prefix
+        # set by the trainer when each role has its own adapter: role -> context manager
+        self.role_context: Callable[[str], AbstractContextManager[Any]] | None = None
         self.max_prompt_tokens = max_prompt_tokens or _default_prompt_limit(model, max_new_tokens)
         self.stop_ids = _stop_ids(model, tokenizer)
         self._cache_kwarg = _cache_kwarg(model)
@@ -134,6 +137,18 @@ class HFPolicy(Policy):
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
         if not requests:
             return []
+        if self.role_context is not None:  # e.g. one LoRA adapter per role: one call per role
+            out: list[Completion | None] = [None] * len(requests)
+            for role in sorted({req.role for req in requests}):
+                index = [i for i, req in enumerate(requests) if req.role == role]
+                with self.role_context(role):
+                    done = self._act([requests[i] for i in index], greedy)
+                for i, completion in zip(index, done, strict=True):
+                    out[i] = completion
+            return out  # type: ignore[return-value]
+        return self._act(requests, greedy)
+
+    def _act(self, requests: Sequence[Request], greedy: bool) -> list[Completion]:
         prompts = self.encode(requests)
         seeds = [(req.rng.getrandbits(64) ^ (self.seed * _MIX)) % (1 << 63) for req in requests]
         tokens, logprobs = self.generate(prompts, seeds, greedy=greedy)

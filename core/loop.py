@@ -93,6 +93,7 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
         self.folder = self._open_folder()
+        self.tensorboard: Any = None
 
     # ---- set-up ----------------------------------------------------------------------------
 
@@ -146,7 +147,17 @@ class Trainer:
             else None,
             reference_model=self.reference,
             temperature=config.generation.temperature,
+            role_context=self._role_context(model),
         )
+        self.learner.role_context = self.updater.role_context
+
+    def _role_context(self, model: Any) -> Any:
+        """With one LoRA adapter per role, generation and scoring switch adapters by role."""
+        if not (self.config.lora.enabled and self.config.lora.per_role):
+            return None
+        from selfplay.core.lora import use_adapter
+
+        return lambda role: use_adapter(model.module, role)
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -190,6 +201,8 @@ class Trainer:
                     break
             after = self.evaluate()
             display.summary(before, after)
+        if self.tensorboard is not None:
+            self.tensorboard.finalize("success")
         result = TrainResult(self.folder, rows, before, after)
         for callback in self.callbacks:
             callback.on_train_end(self, result)
@@ -204,7 +217,10 @@ class Trainer:
         episodes = play(self.game, seatings[share], seeds[share])
         played = time.perf_counter()
         scores = self.reward(episodes)
-        samples = episode_samples(episodes, scores, LEARNER, config.train.gamma)
+        invalid_reward = config.train.invalid_reward
+        if invalid_reward is None:
+            invalid_reward = config.invalid_moves.penalty
+        samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
         samples = [s for s in samples if self._trains(s.role, iteration)]
         advantages = self.estimator(samples, reduce=self._sum)
         kept = [(s, a) for s, a in zip(samples, advantages, strict=True) if a is not None]
@@ -313,13 +329,21 @@ class Trainer:
 
     def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
         row: dict[str, float] = {}
-        for name, result in results.items():
-            row.update(result.as_metrics(f"eval/{name}"))
+        for result in results.values():
+            row.update(result.as_metrics("eval"))
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
-        if self.main and self.folder:
-            self.folder.append_metrics(row)
+        if not (self.main and self.folder):
+            return
+        self.folder.append_metrics(row)
+        if self.tensorboard is None:
+            from lightning.fabric.loggers import TensorBoardLogger
+
+            root = self.folder.path / "tensorboard"
+            self.tensorboard = TensorBoardLogger(root_dir=root, name="", version="")
+        numbers = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
+        self.tensorboard.log_metrics(numbers, step=row["iteration"])
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

@@ -14,12 +14,15 @@ def episode_samples(
     scores: Sequence[RoleScores],
     learner: str,
     gamma: float = 1.0,
+    invalid_reward: float | None = None,
 ) -> list[Sample]:
     """Every turn the learner generated, with its role's score discounted from the end.
 
     A turn followed by k more turns of the same role in its match earns ``gamma**k * score``
-    (SPIRAL's per-turn discount). Roles whose score is None (the reward does not apply) and
-    turns without generated tokens (scripted seats) yield no sample.
+    (SPIRAL's per-turn discount). An invalid attempt earns ``invalid_reward`` instead, when
+    given: with retries allowed, an invalid attempt followed by a win must not be reinforced.
+    Roles whose score is None (the reward does not apply) and turns without generated tokens
+    (scripted seats) yield no sample.
     """
     samples: list[Sample] = []
     for episode, per_role in zip(episodes, scores, strict=True):
@@ -38,7 +41,11 @@ def episode_samples(
                     prompt_ids=turn.prompt_ids,
                     token_ids=turn.token_ids,
                     logprobs=turn.logprobs,
-                    reward=float(score) * gamma**k,
+                    reward=(
+                        float(invalid_reward)
+                        if invalid_reward is not None and not turn.valid
+                        else float(score) * gamma**k
+                    ),
                     group=turn.prompt_ids,
                     valid=turn.valid,
                 )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from selfplay.core.algorithms.base import Sample
-from selfplay.core.algorithms.policy_gradient import policy_gradient_loss, score
+from selfplay.core.algorithms.policy_gradient import LossTerms, policy_gradient_loss, score
 from selfplay.core.config import TrainConfig
 
 
@@ -67,6 +67,7 @@ class Updater:
     reference: Callable[[], AbstractContextManager] | None = None
     reference_model: torch.nn.Module | None = None
     temperature: float = 1.0
+    role_context: Callable[[str], AbstractContextManager] | None = None
     nonfinite_streak: int = 0
 
     def update(
@@ -98,6 +99,34 @@ class Updater:
     def _step(
         self, batch: list[Sample], advantages: list[float], stats: UpdateStats, fresh: bool
     ) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        groups = self._role_groups(batch)
+        tokens = sum(len(s.token_ids) for s in batch)
+        parts: list[tuple[LossTerms, float]] = []
+        for role, index in groups:
+            context = self.role_context(role) if self.role_context else nullcontext()
+            with context:
+                part = [batch[i] for i in index]
+                terms = self._terms(part, [advantages[i] for i in index], fresh)
+                share = sum(len(batch[i].token_ids) for i in index) / tokens
+                if not math.isfinite(terms.loss.item()):
+                    self._nonfinite(stats)
+                    return
+                self.backward(terms.loss * share)
+            parts.append((terms, share))
+        self.nonfinite_streak = 0
+        norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.config.max_grad_norm)
+        self.optimizer.step()
+        stats.add(_weighted(parts), float(norm), tokens)
+
+    def _role_groups(self, batch: list[Sample]) -> list[tuple[str | None, list[int]]]:
+        """One group per role when roles have their own adapters, else the whole batch."""
+        if self.role_context is None:
+            return [(None, list(range(len(batch))))]
+        roles = sorted({s.role for s in batch})
+        return [(r, [i for i, s in enumerate(batch) if s.role == r]) for r in roles]
+
+    def _terms(self, batch: list[Sample], advantages: list[float], fresh: bool) -> LossTerms:
         prompts = [s.prompt_ids for s in batch]
         actions = [s.token_ids for s in batch]
         current = score(self.model, prompts, actions, self.pad_id, self.temperature)
@@ -105,33 +134,27 @@ class Updater:
             old = current.logp.detach()
         else:
             old = _padded([s.logprobs for s in batch], current.logp.shape)
-        ref_logp = self._reference_logp(prompts, actions)
         scale = self.config.role_lr_scale
-        terms = policy_gradient_loss(
+        return policy_gradient_loss(
             current,
             old,
             torch.tensor(advantages, dtype=torch.float32),
             torch.tensor([scale.get(s.role, 1.0) for s in batch], dtype=torch.float32),
             clip=self.config.clip,
-            ref_logp=ref_logp,
+            ref_logp=self._reference_logp(prompts, actions),
             kl_coef=self.config.kl_coef,
             entropy_coef=self.config.entropy_coef,
         )
+
+    def _nonfinite(self, stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
-        if not math.isfinite(terms.loss.item()):
-            stats.skipped += 1
-            self.nonfinite_streak += 1
-            if self.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
-                raise NonFiniteLoss(
-                    f"{self.nonfinite_streak} non-finite losses in a row; stopping. Lower "
-                    "train.lr or set train.max_grad_norm, and check the rewards are finite."
-                )
-            return
-        self.nonfinite_streak = 0
-        self.backward(terms.loss)
-        norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.config.max_grad_norm)
-        self.optimizer.step()
-        stats.add(terms, float(norm), int(current.mask.sum()))
+        stats.skipped += 1
+        self.nonfinite_streak += 1
+        if self.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
+            raise NonFiniteLoss(
+                f"{self.nonfinite_streak} non-finite losses in a row; stopping. Lower "
+                "train.lr or set train.max_grad_norm, and check the rewards are finite."
+            )
 
     def _reference_logp(self, prompts, actions) -> torch.Tensor | None:
         if self.config.kl_coef <= 0:
@@ -144,6 +167,18 @@ class Updater:
             return None
         with torch.no_grad(), context:
             return score(model, prompts, actions, self.pad_id, self.temperature, False).logp
+
+
+def _weighted(parts: list[tuple[LossTerms, float]]) -> LossTerms:
+    """Token-weighted statistics over role groups (one group unless roles have adapters)."""
+    if len(parts) == 1:
+        return parts[0][0]
+    mean = {
+        name: sum(getattr(terms, name) * share for terms, share in parts)
+        for name in ("policy", "kl", "entropy", "clip_fraction")
+    }
+    loss = sum(terms.loss.detach() * share for terms, share in parts)
+    return LossTerms(loss=loss, **mean)
 
 
 def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:

@@ -47,6 +47,10 @@ def test_run_writes_config_episodes_and_metrics(tmp_path):
             "run",
             "--game",
             "tictactoe",
+            "--cold-start",
+            "0",
+            "--set",
+            "eval.matches=4",
             "--opponent",
             "fixed:minimax",
             "--iterations",
@@ -72,7 +76,8 @@ def test_run_writes_config_episodes_and_metrics(tmp_path):
 
 
 def test_existing_run_folder_is_not_overwritten(tmp_path, capsys):
-    args = ["run", "--iterations", "1", "--matches", "2", "--out", str(tmp_path), "--name", "x"]
+    args = ["run", "--iterations", "1", "--matches", "2", "--cold-start", "0"]
+    args += ["--out", str(tmp_path), "--name", "x"]
     assert main(args) == 0
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err

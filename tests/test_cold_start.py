@@ -37,7 +37,7 @@ def test_transcripts_are_the_valid_turns_of_scripted_matches():
 
 
 def test_unknown_scripted_player_is_named():
-    with pytest.raises(ValueError, match="'nash'.*minimax, random"):
+    with pytest.raises(ValueError, match=r"'nash'.*minimax, random"):
         scripted_transcripts(TicTacToe(), ("nash",), matches=1, seed=0)
 
 
@@ -108,6 +108,12 @@ def test_cold_start_runs_on_every_game(game, players):
         assert len(example.prompt_ids) + len(example.target_ids) <= context
 
 
+# Measured (lr 5e-4, batch 64, gradient clip 1): greedy invalid vs random is ~0.5 up to step
+# ~100 (the model writes "[d]" for a fixed d, ignoring the board), then drops; after 150 steps
+# it was 0.066, 0.014 and 0.0 for seeds 0-2 (1000 matches), ~22 s on 2 threads.
+STEPS, LR, INVALID_AFTER = 150, 5e-4, 0.3
+
+
 def test_cold_start_teaches_the_tiny_model_legal_tictactoe():
     torch.set_num_threads(2)
     game = TicTacToe()
@@ -115,6 +121,6 @@ def test_cold_start_teaches_the_tiny_model_legal_tictactoe():
     before = evaluate(game, policy, opponents=["random"], matches=100)["random"]
     assert before.invalid_rate > 0.9
     report = cold_start(policy, game, STEPS, lr=LR, seed=0)
-    assert report.last_loss < 0.6 * report.first_loss
+    assert report.last_loss < 0.2 * report.first_loss  # ~4.7 -> ~0.5
     after = evaluate(game, policy, opponents=["random"], matches=100)["random"]
     assert after.invalid_rate < INVALID_AFTER

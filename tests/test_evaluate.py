@@ -96,7 +96,7 @@ def test_metrics_are_flat_and_named_by_opponent():
 
 
 def test_unknown_opponent_is_named():
-    with pytest.raises(ValueError, match="'nash'.*minimax, random"):
+    with pytest.raises(ValueError, match=r"'nash'.*minimax, random"):
         evaluate(TicTacToe(), ScriptedPolicy("random"), opponents=["nash"])
 
 

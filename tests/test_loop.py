@@ -41,6 +41,7 @@ def test_run_folder_holds_config_metrics_episodes_checkpoints(tmp_path):
         "iter-000001", "iter-000002", "latest"
     ]  # fmt: skip
     assert set(losses(folder)) == {1, 2}
+    assert any((folder / "tensorboard").glob("events.out.tfevents.*"))
     assert "win rate" in out.stderr  # the before/after table
 
 
@@ -82,9 +83,12 @@ def test_resume_refuses_changed_settings(tmp_path):
 
 
 def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):
+    # after a 5-step cold start most moves are invalid and earn train.invalid_reward, not the
+    # reward: make both non-finite
     out = selfplay(
-        "run", *TINY, "--reward", "test-nan", "--iterations", "5", "--out", str(tmp_path)
-    )
+        "run", *TINY, "--reward", "test-nan", "--set", "train.invalid_reward=.nan",
+        "--iterations", "5", "--out", str(tmp_path),
+    )  # fmt: skip
     assert out.returncode == 3, out.stderr
     assert "non-finite" in out.stderr
 

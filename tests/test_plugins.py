@@ -78,6 +78,10 @@ def test_installed_plugin_game_is_listed_and_playable(plugin_site, tmp_path):
     played = selfplay_cli(
         plugin_site,
         "run",
+        "--cold-start",
+        "2",
+        "--set",
+        "eval.matches=4",
         "--game",
         "coin-guess",
         "--opponent",
