@@ -20,6 +20,7 @@ from typing import Any
 
 import lightning as L
 import torch
+import torch.distributed
 
 from selfplay.core import checkpoint
 from selfplay.core.build import (
@@ -45,6 +46,7 @@ from selfplay.core.run_folder import RunFolder, make_run_folder
 from selfplay.core.samples import episode_samples
 from selfplay.core.seating import seat_matches
 from selfplay.core.stats import role_outcomes
+from selfplay.core.types import Episode
 from selfplay.core.update import Updater
 from selfplay.opponents.base import LEARNER
 
@@ -268,15 +270,11 @@ class Trainer:
             fewest = int(counts.min())
         return 0 if fewest == 0 else -(-fewest // size)
 
-    def _gather_episodes(self, episodes: list) -> list:
+    def _gather_episodes(self, episodes: list[Episode]) -> list[Episode]:
         if self.fabric.world_size == 1:
             return episodes
-        import torch.distributed as dist
-
         gathered: list[Any] = [None] * self.fabric.world_size
-        dist.all_gather_object(gathered, [e.to_dict() for e in episodes])
-        from selfplay.core.types import Episode
-
+        torch.distributed.all_gather_object(gathered, [e.to_dict() for e in episodes])
         return [Episode.from_dict(d) for part in gathered for d in part]
 
     def _episode_metrics(self, episodes: list, scores: list) -> dict[str, float]:

@@ -115,7 +115,6 @@ STEPS, LR, INVALID_AFTER = 150, 5e-4, 0.3
 
 
 def test_cold_start_teaches_the_tiny_model_legal_tictactoe():
-    torch.set_num_threads(2)
     game = TicTacToe()
     policy = load_tiny_policy()
     before = evaluate(game, policy, opponents=["random"], matches=100)["random"]
