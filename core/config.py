@@ -60,7 +60,7 @@ class ColdStartConfig(BaseModel):
 
     steps: int = Field(default=300, ge=0, description="Warm-up steps (0 = none).")
     players: list[str] = Field(default_factory=lambda: ["random"], description="Demonstrators.")
-    lr: float = Field(default=1e-3, gt=0, description="Warm-up learning rate.")
+    lr: float = Field(default=5e-4, gt=0, description="Warm-up learning rate.")
     batch_size: int = Field(default=64, ge=1, description="Examples per warm-up step.")
 
 

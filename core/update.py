@@ -77,7 +77,7 @@ class Updater:
         generator: torch.Generator,
         minibatches: int,
     ) -> UpdateStats:
-        """``update_epochs`` passes, each in ``minibatches`` shuffled, nearly equal parts.
+        """``update_epochs`` passes, each in ``minibatches`` nearly equal parts.
 
         The number of minibatches is given rather than derived, because under DDP every
         process must take the same number of optimiser steps.
@@ -88,10 +88,9 @@ class Updater:
         self.model.train()
         epochs = self.config.update_epochs
         for _ in range(epochs):
-            order = torch.randperm(len(samples), generator=generator)
-            for part in torch.tensor_split(order, minibatches):
-                batch = [samples[i] for i in part.tolist()]
-                batch_adv = [advantages[i] for i in part.tolist()]
+            for part in _length_grouped(samples, minibatches, generator):
+                batch = [samples[i] for i in part]
+                batch_adv = [advantages[i] for i in part]
                 self._step(batch, batch_adv, stats, fresh=epochs == 1)
         self.model.eval()
         return stats
@@ -167,6 +166,22 @@ class Updater:
             return None
         with torch.no_grad(), context:
             return score(model, prompts, actions, self.pad_id, self.temperature, False).logp
+
+
+def _length_grouped(
+    samples: Sequence[Sample], parts: int, generator: torch.Generator
+) -> list[list[int]]:
+    """Shuffled minibatches of samples of similar length, in shuffled order.
+
+    Rows are padded to the longest in their minibatch, and a few long prompts (a retry
+    carries the reason of the invalid move) would otherwise triple the cost of every
+    minibatch they land in. Ties in length keep the random order.
+    """
+    order = torch.randperm(len(samples), generator=generator).tolist()
+    order.sort(key=lambda i: len(samples[i].prompt_ids) + len(samples[i].token_ids))
+    n = len(order)
+    groups = [order[k * n // parts : (k + 1) * n // parts] for k in range(parts)]
+    return [groups[k] for k in torch.randperm(parts, generator=generator).tolist()]
 
 
 def _weighted(parts: list[tuple[LossTerms, float]]) -> LossTerms:
