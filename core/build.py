@@ -17,7 +17,6 @@ from selfplay.core.policy import Policy, ScriptedPolicy
 from selfplay.games.base import Game
 from selfplay.opponents.base import LEARNER, OpponentSampler
 from selfplay.plugins.manager import registries
-from selfplay.plugins.registry import UnknownName
 from selfplay.rewards.base import Reward
 
 
@@ -111,7 +110,6 @@ class Seats:
 
 __all__ = [
     "Seats",
-    "UnknownName",
     "build_callbacks",
     "build_estimator",
     "build_game",

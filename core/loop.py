@@ -91,6 +91,7 @@ class Trainer:
         self.callbacks = build_callbacks(config)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
+        self.seats = Seats(self.learner, self.game)
         self.rng = random.Random(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
@@ -213,8 +214,9 @@ class Trainer:
     def iteration(self, iteration: int) -> dict[str, Any]:
         config, fabric = self.config, self.fabric
         started = time.perf_counter()
-        seats = Seats(self.learner, self.game)
-        seatings, seeds = seat_matches(self.game, self.sampler, seats, self.rng, config.matches)
+        seatings, seeds = seat_matches(
+            self.game, self.sampler, self.seats, self.rng, config.matches
+        )
         share = slice(fabric.global_rank, None, fabric.world_size)
         episodes = play(self.game, seatings[share], seeds[share])
         played = time.perf_counter()

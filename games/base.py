@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,6 +84,10 @@ class GameState(BaseModel):
         return self.model_dump_json()
 
 
+# A scripted player: (game, state, role, rng) -> answer text, e.g. "[4]".
+Player = Callable[["Game", GameState, Role, random.Random], str]
+
+
 class InvalidAction(ValueError):
     """Raised by a game's `parse` or `legal`; `step` turns it into a recorded invalid move."""
 
@@ -100,7 +105,7 @@ class Game(ABC):
     answer_pattern: ClassVar[re.Pattern[str]] = re.compile(r"\[([^\[\]\n]{1,40})\]")
     answer_hint: ClassVar[str] = "[move]"
     # Scripted players: name -> function(game, state, role, rng) -> answer text.
-    players: ClassVar[dict[str, Any]] = {}
+    players: ClassVar[dict[str, Player]] = {}
 
     def __init__(
         self,

@@ -23,14 +23,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.plugins.hookspecs import hookimpl
 
 CARDS = ("J", "Q", "K")
 RANK = {card: i for i, card in enumerate(CARDS)}
 ROLES = ("player_0", "player_1")
 History = tuple[str, ...]
-Player = Callable[[Game, GameState, Role, random.Random], str]
 # Probabilities may be Fractions, which keep exact computations exact.
 Prob = Fraction | float
 # A strategy maps an information set (own card, betting so far, role) to action probabilities.

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.plugins.hookspecs import hookimpl
 
 RESOURCES = ("wood", "stone", "grain", "gold")
@@ -31,7 +30,6 @@ ROLES = ("player_0", "player_1")
 MAX_QUANTITY = 99
 RECENT = 4  # history entries shown in the prompt
 Bundle = dict[str, int]
-Player = Callable[[Game, GameState, Role, random.Random], str]
 RULES = (
     "You are {role} in a trading game with wood, stone, grain and gold. Inventories are public; "
     "your values per unit are private. Players alternate, {turns} moves in all. When they run "

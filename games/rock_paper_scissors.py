@@ -11,20 +11,18 @@ one zero-sum result however many rounds it has.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
 from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.plugins.hookspecs import hookimpl
 
 MOVES = ("rock", "paper", "scissors")
 BEATS = {"rock": "scissors", "paper": "rock", "scissors": "paper"}
 ALIASES = {**{m: m for m in MOVES}, "r": "rock", "p": "paper", "s": "scissors"}
 ROLES = ("player_0", "player_1")
-Player = Callable[[Game, GameState, Role, random.Random], str]
 RULES = (
     "You are playing rock-paper-scissors as {role}, {rounds} round(s). Rock beats scissors, "
     "scissors beats paper, paper beats rock. Both players choose at the same time: you never "

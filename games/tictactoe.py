@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
 from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.plugins.hookspecs import hookimpl
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
@@ -82,7 +82,7 @@ class TicTacToe(Game):
     Options = TicTacToeOptions
     State = TicTacToeState
     answer_hint = "[4] (a cell number in square brackets)"
-    players: ClassVar[dict[str, Any]] = {"random": random_player, "minimax": minimax_player}
+    players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:
         return TicTacToeState(seed=seed)
