@@ -17,6 +17,7 @@ from selfplay.games.base import (
 from selfplay.opponents.base import OpponentSampler
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.rewards.base import Reward
+from selfplay.verifiers.base import Verdict, Verifier
 
 __version__ = "0.1.0"
 
@@ -36,6 +37,8 @@ __all__ = [
     "Reward",
     "ScriptedPolicy",
     "Turn",
+    "Verdict",
+    "Verifier",
     "__version__",
     "hookimpl",
 ]

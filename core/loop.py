@@ -35,20 +35,23 @@ from selfplay.core.build import (
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.episode_log import write_episodes
 from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.league import League
 from selfplay.core.lora import (
     adapter_state_dict,
     apply_lora,
     load_adapter_state_dict,
     reference_logits_context,
 )
+from selfplay.core.reward_models import RewardModels
 from selfplay.core.rollout import play
 from selfplay.core.run_folder import RunFolder, make_run_folder
 from selfplay.core.samples import episode_samples
 from selfplay.core.seating import seat_matches
-from selfplay.core.stats import role_outcomes
+from selfplay.core.stats import episode_metrics
 from selfplay.core.types import Episode
-from selfplay.core.update import Updater
+from selfplay.core.update import Updater, pull_reference
 from selfplay.opponents.base import LEARNER
+from selfplay.rewards.base import RewardContext
 
 
 @dataclass
@@ -86,7 +89,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.game = build_game(config)
         self.sampler = build_sampler(config)
-        self.reward = build_reward(config)
+        self.reward = build_reward(config, self.game)
         self.estimator = build_estimator(config)
         self.callbacks = build_callbacks(config)
         self.learner = build_learner(config)
@@ -129,7 +132,13 @@ class Trainer:
             )
             self._say(f"cold start: {report}")
         self.reference = None
-        if config.train.kl_coef > 0 and not config.lora.enabled:
+        needs_reference = config.train.kl_coef > 0 or "reference" in self.reward.models
+        if config.train.reference_update and config.lora.enabled:
+            raise ConfigError(
+                "train.reference_update moves a copy of the weights, but under LoRA the "
+                "reference is the base with adapters off; set train.reference_update=0."
+            )
+        if needs_reference and not config.lora.enabled:
             self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
         params = [p for p in learner.model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(
@@ -153,6 +162,8 @@ class Trainer:
             role_context=self._role_context(model),
         )
         self.learner.role_context = self.updater.role_context
+        models = RewardModels(config, learner, self.reference)
+        self.reward.bind(RewardContext(game=self.game, policy=models))
 
     def _role_context(self, model: Any) -> Any:
         """With one LoRA adapter per role, generation and scoring switch adapters by role."""
@@ -169,11 +180,21 @@ class Trainer:
 
         resume_from = checkpoint.latest(self.config.resume) if self.config.resume else None
         self._prepare_model(resuming=resume_from is not None)
+        self.league = League(
+            self,
+            self.sampler,
+            self.seats,
+            self.folder.path if self.folder else None,
+            self._shared_folder(self.folder.path if self.folder else None),
+            self.fabric.barrier,
+        )
         if resume_from is not None:
             self._restore(resume_from)
         elif self.config.resume and self.main and self.folder:
             self.folder.truncate(0, 0)  # killed before its first checkpoint: start over
         start = self.progress.iteration
+        if resume_from is None:
+            self.league.start()
         self.started = time.perf_counter()
         if self.config.resume and start >= self.config.iterations:
             raise ConfigError(
@@ -191,6 +212,8 @@ class Trainer:
                 row = self.iteration(iteration)
                 if self.config.eval.every and iteration % self.config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
+                for callback in self.callbacks:
+                    callback.on_iteration_metrics(self, iteration, self.episodes, row)
                 row["elapsed_seconds"] = time.perf_counter() - self.started
                 self._log(row)
                 rows.append(row)
@@ -215,12 +238,12 @@ class Trainer:
         config, fabric = self.config, self.fabric
         started = time.perf_counter()
         seatings, seeds = seat_matches(
-            self.game, self.sampler, self.seats, self.rng, config.matches
+            self.game, self.sampler, self.seats, self.rng, config.matches, self.league.members
         )
         share = slice(fabric.global_rank, None, fabric.world_size)
         episodes = play(self.game, seatings[share], seeds[share])
         played = time.perf_counter()
-        scores = self.reward(episodes)
+        scores = self.reward(episodes, reduce=self._sum)
         invalid_reward = config.train.invalid_reward
         if invalid_reward is None:
             invalid_reward = config.invalid_moves.penalty
@@ -232,13 +255,17 @@ class Trainer:
         stats = self.updater.update(
             [s for s, _ in kept], [a for _, a in kept], self.generator, chunks
         )
-        self.sampler.update(episodes)
+        if config.train.reference_update and self.reference is not None:
+            pull_reference(self.reference, self.model.module, config.train.reference_update)
+        everyone = self._gather_episodes(episodes)
+        self.episodes = everyone  # the iteration's matches, for on_iteration_metrics
         if self.main and self.folder:
-            write_episodes(self.folder.episodes, self._gather_episodes(episodes))
-        else:
-            self._gather_episodes(episodes)
-        row = {"iteration": iteration, **self._episode_metrics(episodes, scores)}
+            write_episodes(self.folder.episodes, everyone)
+        totals = [s.totals(ep) for ep, s in zip(episodes, scores, strict=True)]
+        row = {"iteration": iteration, **episode_metrics(episodes, totals, self._sum)}
+        row.update(self.reward.metrics())
         row.update(stats.means())
+        row.update(self.league.after_iteration(iteration, everyone))
         row["advantage_mean"] = sum(a for _, a in kept) / max(len(kept), 1)
         row["rollout_seconds"] = played - started
         row["update_seconds"] = time.perf_counter() - played
@@ -278,37 +305,6 @@ class Trainer:
         gathered: list[Any] = [None] * self.fabric.world_size
         torch.distributed.all_gather_object(gathered, [e.to_dict() for e in episodes])
         return [Episode.from_dict(d) for part in gathered for d in part]
-
-    def _episode_metrics(self, episodes: list, scores: list) -> dict[str, float]:
-        turns = [t for ep in episodes for t in ep.turns if t.seat == LEARNER]
-        learner_scores = [
-            v
-            for ep, per_role in zip(episodes, scores, strict=True)
-            for role, v in per_role.items()
-            if v is not None and ep.seats[role] == LEARNER
-        ]
-        local = torch.tensor(
-            [
-                len(episodes),
-                sum(not t.valid for t in turns),
-                len(turns),
-                sum(learner_scores),
-                len(learner_scores),
-                sum(len(t.token_ids) for t in turns),
-            ],
-            dtype=torch.float64,
-        )
-        total = self._sum(local)
-        n, invalid, attempts, score_sum, score_n, tokens = total.tolist()
-        row = {
-            "matches": int(n),
-            "mean_reward": score_sum / max(score_n, 1),
-            "invalid_rate": invalid / max(attempts, 1),
-            "learner_turns": int(attempts),
-            "generated_tokens": int(tokens),
-        }
-        row.update({f"share/{k}": v for k, v in role_outcomes(episodes).items()})
-        return row
 
     def evaluate(self) -> dict[str, EvalResult]:
         ev = self.config.eval
@@ -359,6 +355,8 @@ class Trainer:
             "optimizer": self.optimizer,
             "estimator": self.estimator.state_dict(),
             "sampler": self.sampler.state_dict(),
+            "league": self.league.state_dict(),
+            "reward": self.reward.state_dict(),
             "rng": checkpoint.rng_state(self.rng, self.generator),
             "progress": self.progress.__dict__.copy(),
             "nonfinite_streak": self.updater.nonfinite_streak,
@@ -372,6 +370,9 @@ class Trainer:
             state["reference"] = self.reference.state_dict()
         path = self.folder.path if self.folder else self.config.resume or self.config.out
         checkpoint.save(self.fabric, self._shared_folder(path), iteration, state)
+        self.league.after_checkpoint()
+        if self.main:
+            self.league.write_reports()
 
     def _shared_folder(self, path: Any) -> Any:
         """Every process needs the run folder's path (only process 0 made it)."""
@@ -395,6 +396,8 @@ class Trainer:
             self.reference.load_state_dict(rest["reference"])
         self.estimator.load_state_dict(rest["estimator"])
         self.sampler.load_state_dict(rest["sampler"])
+        self.league.load_state_dict(rest["league"])
+        self.reward.load_state_dict(rest["reward"])
         checkpoint.restore_rng(rest["rng"], self.rng, self.generator)
         self.progress = Progress(**rest["progress"])
         self.updater.nonfinite_streak = rest["nonfinite_streak"]

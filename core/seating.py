@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from selfplay.core.build import Seats
 from selfplay.core.policy import Policy
@@ -12,7 +13,12 @@ from selfplay.opponents.base import LEARNER, OpponentSampler
 
 
 def seat_matches(
-    game: Game, sampler: OpponentSampler, seats: Seats, rng: random.Random, n: int
+    game: Game,
+    sampler: OpponentSampler,
+    seats: Seats,
+    rng: random.Random,
+    n: int,
+    members: Sequence[str] = (),
 ) -> tuple[list[dict[Role, Policy]], list[int]]:
     """Seatings and seeds for ``n`` matches; the learner's own seat rotates over the roles.
 
@@ -24,7 +30,7 @@ def seat_matches(
         learner_role = game.roles[i % len(game.roles)]
         seating = {}
         for role in game.roles:
-            holder = LEARNER if role == learner_role else sampler.sample([LEARNER], rng)
+            holder = LEARNER if role == learner_role else sampler.sample(members, rng)
             seating[role] = seats.policy(holder)
         seatings.append(seating)
         seeds.append(rng.randrange(2**31))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
 
 from selfplay.core.types import Episode
+from selfplay.opponents.base import LEARNER
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -28,3 +32,38 @@ def role_outcomes(episodes: Sequence[Episode]) -> dict[str, float]:
         shares[key] = shares.get(key, 0.0) + 1 / n
     shares["forfeits"] = sum(1 for ep in episodes if ep.state.get("forfeit")) / n
     return shares
+
+
+def episode_metrics(
+    episodes: Sequence[Episode], scores: Sequence[dict], reduce: Callable[[Any], Any]
+) -> dict[str, float]:
+    """The learner's match statistics for metrics.csv, summed over processes by ``reduce``."""
+    turns = [t for ep in episodes for t in ep.turns if t.seat == LEARNER]
+    learner_scores = [
+        v
+        for ep, per_role in zip(episodes, scores, strict=True)
+        for role, v in per_role.items()
+        if v is not None and ep.seats[role] == LEARNER
+    ]
+    local = torch.tensor(
+        [
+            len(episodes),
+            sum(not t.valid for t in turns),
+            len(turns),
+            sum(learner_scores),
+            len(learner_scores),
+            sum(len(t.token_ids) for t in turns),
+        ],
+        dtype=torch.float64,
+    )
+    total = reduce(local)
+    n, invalid, attempts, score_sum, score_n, tokens = total.tolist()
+    row = {
+        "matches": int(n),
+        "mean_reward": score_sum / max(score_n, 1),
+        "invalid_rate": invalid / max(attempts, 1),
+        "learner_turns": int(attempts),
+        "generated_tokens": int(tokens),
+    }
+    row.update({f"share/{k}": v for k, v in role_outcomes(episodes).items()})
+    return row

@@ -201,3 +201,15 @@ def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:
     for i, row in enumerate(rows):
         out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
     return out
+
+
+@torch.no_grad()
+def pull_reference(reference: torch.nn.Module, model: torch.nn.Module, rate: float) -> None:
+    """``reference <- (1 - rate) * reference + rate * model``, parameter by parameter.
+
+    With a KL pull toward it, a reference that trails the policy slowly is the "magnet" of
+    magnetic mirror descent (Sokota et al., 2023), which converges in the last iterate of
+    two-player zero-sum games where a frozen or absent reference cycles.
+    """
+    for ref, current in zip(reference.parameters(), model.parameters(), strict=True):
+        ref.lerp_(current.detach(), rate)

@@ -106,6 +106,9 @@ class Game(ABC):
     answer_hint: ClassVar[str] = "[move]"
     # Scripted players: name -> function(game, state, role, rng) -> answer text.
     players: ClassVar[dict[str, Player]] = {}
+    # Options a reward gets in this game unless the user sets them, by reward name, e.g.
+    # {"judge": {"mode": "pairwise"}} for a game that only a comparison of its roles decides.
+    reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(
         self,

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import ClassVar
 
 from pydantic import Field
 
 from selfplay.core.types import Message, Payoffs, Role
+from selfplay.games import tabular
 from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 
 CARDS = ("J", "Q", "K")
@@ -160,6 +162,46 @@ def nash_probabilities(
     raise ValueError(f"No decision at history {history!r}.")
 
 
+# ---- exact exploitability ----------------------------------------------------------------------
+
+
+def strategy_table(strategy: Strategy) -> dict[str, dict[str, Prob]]:
+    """``strategy`` as a policy table over the 12 information sets (keys from `info_set`)."""
+    return {info_set(card, h): dict(strategy(card, h, role)) for role, card, h in info_sets()}
+
+
+def table_strategy(table: Mapping[str, Mapping[str, Prob]]) -> Strategy:
+    """The strategy that plays a policy table (the inverse of `strategy_table`)."""
+    return lambda card, history, role: table[info_set(card, history)]
+
+
+def best_response_value(role: Role, opponent: Strategy) -> Prob:
+    """The most ``role`` can expect against ``opponent``: the best of its 64 pure strategies."""
+    points = info_sets(role)
+    other = ROLES[1 - ROLES.index(role)]
+    best: Prob | None = None
+    for choice in itertools.product(*(legal_moves(history) for _, _, history in points)):
+        plan = {
+            info_set(card, history): a for (_, card, history), a in zip(points, choice, strict=True)
+        }
+        value = expected_payoffs({role: _pure(plan), other: opponent})[role]
+        best = value if best is None else max(best, value)
+    return best
+
+
+def _pure(plan: Mapping[str, str]) -> Strategy:
+    return lambda card, history, role: {plan[info_set(card, history)]: 1}
+
+
+def nash_conv(strategy: Strategy) -> Prob:
+    """What best responses gain against ``strategy`` playing both seats (0 at an equilibrium).
+
+    In a zero-sum game the payoffs of the strategy against itself cancel, so NashConv is the
+    sum of the two best-response values.
+    """
+    return sum(best_response_value(role, strategy) for role in ROLES)
+
+
 # ---- scripted players --------------------------------------------------------------------------
 
 
@@ -218,6 +260,38 @@ class KuhnPoker(Game):
 
     def legal_actions(self, state: KuhnPokerState, role: Role) -> list[str]:
         return [f"[{m}]" for m in legal_moves(state.history)]
+
+    # ---- the TabularGame capability (games/tabular.py) ------------------------------------
+
+    def information_sets(self) -> list[InfoSet]:
+        """The 12 decision points, each with a state that shows exactly its prompt."""
+        if self.options.max_turns < 3:
+            raise ValueError(
+                f"Exact evaluation needs the full game (max_turns=3), got max_turns="
+                f"{self.options.max_turns}."
+            )
+        return [_info_set_of(role, card, history) for role, card, history in info_sets()]
+
+    def exploitability(self, policy: Policy) -> float:
+        """NashConv / 2 of ``policy`` playing both seats; Kuhn's equilibria give 0."""
+        table = tabular.check_policy(self.information_sets(), policy)
+        return float(nash_conv(table_strategy(table)) / 2)
+
+    def average_policy(self, policies: Sequence[Policy], weights: Sequence[float]) -> PolicyTable:
+        return tabular.average_policy(self.information_sets(), policies, weights)
+
+
+def _info_set_of(role: Role, card: str, history: History) -> InfoSet:
+    """The opponent's card is hidden from the prompt, so any other card represents them all."""
+    other = next(c for c in CARDS if c != card)
+    cards = (card, other) if role == ROLES[0] else (other, card)
+    state = KuhnPokerState(seed=0, cards=cards, history=history, turn=len(history))
+    previous = None
+    for k in range(len(history) - 1, -1, -1):
+        if role_to_act(history[:k]) == role:
+            previous = (info_set(card, history[:k]), history[k])
+            break
+    return InfoSet(info_set(card, history), role, state, legal_moves(history), previous)
 
 
 @hookimpl

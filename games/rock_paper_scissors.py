@@ -6,17 +6,25 @@ never in player_1's prompt. Finished rounds are shown to both players.
 
 The payoff is the sign of (rounds won - rounds lost): +1, -1 or 0 for a tie, so one match is
 one zero-sum result however many rounds it has.
+
+Exact evaluation (the TabularGame capability of games/tabular.py) covers the first throw: two
+information sets, one per role, and the one-shot matrix game of payoffs +1/0/-1. With
+``rounds=1`` (the default) that is the whole game; with more rounds it measures only the
+opening decision, as if the match ended there.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
 from selfplay.core.types import Message, Payoffs, Role
+from selfplay.games import tabular
 from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 
 MOVES = ("rock", "paper", "scissors")
@@ -137,6 +145,33 @@ class RockPaperScissors(Game):
 
     def legal_actions(self, state: RockPaperScissorsState, role: Role) -> list[str]:
         return [f"[{m}]" for m in MOVES]
+
+    # ---- the TabularGame capability (games/tabular.py): the first throw ---------------------
+
+    def information_sets(self) -> list[InfoSet]:
+        """player_1's state holds a pending throw its prompt never shows; any one represents all."""
+        second = RockPaperScissorsState(seed=0, pending=MOVES[0], turn=1)
+        return [
+            InfoSet("player_0", "player_0", RockPaperScissorsState(seed=0), MOVES),
+            InfoSet("player_1", "player_1", second, MOVES),
+        ]
+
+    def exploitability(self, policy: Policy) -> float:
+        """NashConv / 2 of the first throw; only the uniform throw gives 0."""
+        table = tabular.check_policy(self.information_sets(), policy)
+        # Each role's best-response value against the other's throw; zero-sum, so their sum
+        # is NashConv.
+        gains = [
+            max(
+                sum(p * round_score(mine, theirs) for theirs, p in table[other].items())
+                for mine in MOVES
+            )
+            for other in ("player_1", "player_0")
+        ]
+        return float(sum(gains) / 2)
+
+    def average_policy(self, policies: Sequence[Policy], weights: Sequence[float]) -> PolicyTable:
+        return tabular.average_policy(self.information_sets(), policies, weights)
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from selfplay.plugins.hookspecs import hookimpl
 class Latest(OpponentSampler):
     """Mirror self-play: the learner holds every seat and trains on all of them."""
 
-    def sample(self, pool: Sequence[str], rng: random.Random) -> str:
+    def sample(self, members: Sequence[str], rng: random.Random) -> str:
         return LEARNER
 
 
@@ -27,7 +27,7 @@ class Fixed(OpponentSampler):
             )
         self.player = player
 
-    def sample(self, pool: Sequence[str], rng: random.Random) -> str:
+    def sample(self, members: Sequence[str], rng: random.Random) -> str:
         return scripted(self.player)
 
 

@@ -18,6 +18,15 @@ def register_games(register):
 
 
 @hookspec
+def register_game_families(register):
+    """Register games named ``PREFIX:MEMBER``: ``register(prefix, family)`` (see GameFamily).
+
+    ``family.resolve(member)`` makes the Game class only when such a name is used, so a family
+    may stand for the games of an optional dependency without importing it at start-up.
+    """
+
+
+@hookspec
 def register_rewards(register):
     """Register rewards: ``register(name, factory)``; ``factory(**options)`` makes a Reward."""
 

@@ -6,7 +6,7 @@ import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # lowercase kebab-case; a "++" suffix is allowed for names like "reinforce++"
 NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*(\+\+)?$")
@@ -18,6 +18,20 @@ class PluginError(Exception):
 
 class UnknownName(LookupError):
     """A name that no loaded plugin registered; the message lists what is known."""
+
+
+class GameFamily(Protocol):
+    """Games named ``PREFIX:MEMBER`` that a plugin makes on demand (``textarena:TicTacToe-v0``).
+
+    A family stands for more games than are worth registering one by one, or for games of an
+    optional dependency: nothing is made (or imported) until such a name is used.
+    """
+
+    def resolve(self, member: str) -> Any:
+        """The Game class for ``member``; raises UnknownName/PluginError naming the problem."""
+
+    def members(self) -> list[str]:
+        """Every member name the family offers now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +49,8 @@ class Registry:
     entries: dict[str, Entry] = field(default_factory=dict)
     # one line per plugin that failed to load; shown when a lookup fails
     failures: list[str] = field(default_factory=list)
+    # families that resolve "PREFIX:MEMBER" names which are not entries (games only)
+    families: Registry | None = None
 
     def add(self, name: str, obj: Any, plugin: str) -> None:
         if not isinstance(name, str) or not NAME.match(name):
@@ -51,10 +67,13 @@ class Registry:
         self.entries[name] = Entry(name, obj, plugin)
 
     def get(self, name: str) -> Any:
-        try:
-            return self.entries[name].obj
-        except KeyError:
-            raise UnknownName(self.unknown_message(name)) from None
+        entry = self.entries.get(name)
+        if entry is not None:
+            return entry.obj
+        prefix, colon, member = name.partition(":")
+        if colon and self.families is not None and prefix in self.families:
+            return self.families.get(prefix).resolve(member)
+        raise UnknownName(self.unknown_message(name))
 
     def unknown_message(self, name: str) -> str:
         known = sorted(self.entries)
@@ -63,6 +82,9 @@ class Registry:
         if close:
             message += f" Did you mean {close[0]!r}?"
         message += f" Known {self.kind}s: {', '.join(known) or 'none'}."
+        if self.families:
+            prefixes = ", ".join(f"{entry.name}:<name>" for entry in self.families)
+            message += f" Families of {self.kind}s: {prefixes}."
         if self.failures:
             message += " Plugins that failed to load: " + "; ".join(self.failures)
         return message
@@ -79,6 +101,7 @@ class Registry:
 
 KINDS = {
     "games": "game",
+    "game_families": "game family",
     "rewards": "reward",
     "verifiers": "verifier",
     "opponent_samplers": "opponent sampler",
@@ -92,6 +115,7 @@ KINDS = {
 @dataclass
 class Registries:
     games: Registry = field(default_factory=lambda: Registry("game"))
+    game_families: Registry = field(default_factory=lambda: Registry("game family"))
     rewards: Registry = field(default_factory=lambda: Registry("reward"))
     verifiers: Registry = field(default_factory=lambda: Registry("verifier"))
     opponent_samplers: Registry = field(default_factory=lambda: Registry("opponent sampler"))
@@ -99,6 +123,9 @@ class Registries:
     models: Registry = field(default_factory=lambda: Registry("model"))
     callbacks: Registry = field(default_factory=lambda: Registry("callback"))
     commands: Registry = field(default_factory=lambda: Registry("command"))
+
+    def __post_init__(self) -> None:
+        self.games.families = self.game_families
 
     def all(self) -> dict[str, Registry]:
         return {kind: getattr(self, kind) for kind in KINDS}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,6 +31,10 @@ class Sample:
     reward: float  # the turn's return: the role's score, discounted by its later turns
     group: tuple[int, ...]  # GRPO group key: samples of the same prompt
     valid: bool = True
+    episode: int = 0  # position of its match in the batch: the turns of one match share it
+    # ``reward`` split by reward term label (``judge``, ``quality``; ``invalid`` for the
+    # penalty of an invalid attempt); the parts sum to ``reward``. Empty when not known.
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 class Estimator(ABC):

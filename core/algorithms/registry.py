@@ -28,6 +28,12 @@ def reinforce_pp(**options: Any) -> Any:
     return ReinforcePP(**options)
 
 
+def lsp(**options: Any) -> Any:
+    from selfplay.core.algorithms.lsp import LSP
+
+    return LSP(**options)
+
+
 def plain(**options: Any) -> Any:
     from selfplay.core.algorithms.reinforce_pp import Plain
 
@@ -39,4 +45,5 @@ def register_estimators(register):
     register("rae", rae)
     register("grpo", grpo)
     register("reinforce++", reinforce_pp)
+    register("lsp", lsp)
     register("none", plain)

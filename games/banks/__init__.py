@@ -1,0 +1,53 @@
+"""The seed banks shipped with the package: short maths problems with sympy-checked answers.
+
+``load_bank(topic, split)`` returns the problems of one topic (or ``"all"``) in one split:
+``train`` (what games draw seed problems from), ``held_out`` (evaluation only) or
+``transfer`` (the whole of a topic never trained on). The files are written by
+``python -m selfplay.games.banks.build``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+TRAINING_TOPICS = ("arithmetic", "linear-equations", "fractions")
+TRANSFER_TOPIC = "percentages"  # never trained on: the transfer check
+TOPICS = (*TRAINING_TOPICS, TRANSFER_TOPIC)
+Split = Literal["train", "held_out", "transfer", "all"]
+SPLITS = ("train", "held_out", "transfer", "all")
+
+__all__ = ["SPLITS", "TOPICS", "TRAINING_TOPICS", "TRANSFER_TOPIC", "Problem", "load_bank"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One seed problem; ``answer`` is written in the math verifier's grammar (``3/4``)."""
+
+    id: str
+    topic: str
+    level: int
+    problem: str
+    answer: str
+    split: str
+
+
+@cache
+def _topic(topic: str) -> tuple[Problem, ...]:
+    text = resources.files("selfplay.games").joinpath("data", f"{topic}.jsonl").read_text("utf-8")
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    fields = Problem.__slots__
+    return tuple(Problem(**{k: r[k] for k in fields}) for r in records)
+
+
+def load_bank(topic: str = "all", split: Split = "train") -> list[Problem]:
+    """The problems of ``topic`` (a topic name or ``"all"``) in ``split``, in file order."""
+    if topic != "all" and topic not in TOPICS:
+        raise ValueError(f"Unknown bank topic {topic!r}; topics are: all, {', '.join(TOPICS)}.")
+    if split not in SPLITS:
+        raise ValueError(f"Unknown bank split {split!r}; splits are: {', '.join(SPLITS)}.")
+    topics = TOPICS if topic == "all" else (topic,)
+    return [p for t in topics for p in _topic(t) if split in ("all", p.split)]

@@ -1,0 +1,128 @@
+"""What the maths proposer games share: the proposal format, the verifier, held-out evaluation.
+
+A proposal is one answer span: ``[problem: <text> answer: <answer>]``; the problem is what
+comes before the last ``answer:``. The answer must be readable by the math verifier's own safe
+grammar (``7``, ``-3/4``, ``2*sqrt(2)``), checked when the proposal is made, so a proposer can
+never turn a match it is losing into a void one with an unreadable reference.
+
+The verifier (``math`` by default, any registered one by name) decides outcomes inside the
+game, deterministically; one instance per (name, options) is shared by every game object,
+because the math verifier keeps a worker process. A verdict is stored in the state, so a
+finished state never calls the verifier again.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from selfplay.games.banks import Problem
+from selfplay.games.base import InvalidAction
+
+if TYPE_CHECKING:
+    from selfplay.core.policy import Policy
+    from selfplay.games.base import Game, GameState
+    from selfplay.verifiers.base import Verifier
+
+# A proposal is longer than the default 40-character answer span.
+SPAN = re.compile(r"\[([^\[\]\n]{1,400})\]")
+PROPOSAL = re.compile(r"^\s*problem\s*:\s*(?P<problem>.+)\banswer\s*:\s*(?P<answer>.+?)\s*$", re.I)
+MIN_PROBLEM_CHARS = 8
+PROPOSAL_FORMAT = "[problem: <the problem> answer: <its answer>]"
+_VERIFIERS: dict[str, Verifier] = {}
+
+
+def parse_proposal(action: str) -> tuple[str, str]:
+    """``'problem: What is 2+3? answer: 5'`` -> ``('What is 2+3?', '5')``; InvalidAction else."""
+    found = PROPOSAL.match(action)
+    if found is None:
+        raise InvalidAction(f"write the problem and its answer as {PROPOSAL_FORMAT}.")
+    problem, answer = found["problem"].strip(), found["answer"].strip()
+    if len(problem) < MIN_PROBLEM_CHARS:
+        raise InvalidAction(f"the problem {problem!r} is too short to be a problem.")
+    check_readable(answer)
+    return problem, answer
+
+
+def format_proposal(problem: str, answer: str) -> str:
+    return f"[problem: {problem} answer: {answer}]"
+
+
+def check_readable(answer: str) -> None:
+    """InvalidAction unless the math grammar reads ``answer`` (whitelist parser, never eval)."""
+    from selfplay.verifiers.answers import ParseError
+    from selfplay.verifiers.math_parse import parse_answer
+
+    try:
+        parse_answer(answer)
+    except (ParseError, ArithmeticError, ValueError, RecursionError) as err:
+        raise InvalidAction(
+            f"the answer {answer[:40]!r} is not a number or expression the checker can read "
+            f"({err}); write e.g. 7, -3/4 or 2*sqrt(2)."
+        ) from None
+
+
+def wrong_answer(answer: str) -> str:
+    """An answer that differs from ``answer`` (for scripted players and legal_actions)."""
+    return f"{answer} + 1"
+
+
+def verifier(name: str, options: dict[str, Any]) -> Verifier:
+    key = f"{name}:{sorted(options.items())}"
+    if key not in _VERIFIERS:
+        from selfplay.plugins.manager import registries
+
+        _VERIFIERS[key] = registries().verifiers.get(name)(**options)
+    return _VERIFIERS[key]
+
+
+# ---- held-out evaluation ----------------------------------------------------------------------
+
+
+def task_accuracy(
+    game: Game,
+    policy: Policy,
+    states: Sequence[GameState],
+    solved: Callable[[GameState], bool | None],
+    respond: Callable[[GameState], str],
+    solver: str = "solver",
+) -> dict[str, float]:
+    """Greedy ``policy`` as ``solver`` from each start state; other roles answer ``respond``.
+
+    ``solved(final)`` is True/False, or None for a void match (left out of the accuracy).
+    All waiting matches go to the policy in one batch per tick, as in the rollout engine.
+    """
+    from selfplay.core.policy import Request
+
+    live = list(states)
+    rngs = [random.Random(f"selfplay-task-eval-{i}") for i in range(len(live))]
+    while True:
+        waiting = [i for i, s in enumerate(live) if game.to_act(s) is not None]
+        if not waiting:
+            break
+        asks = [i for i in waiting if game.to_act(live[i]) == solver]
+        requests = [
+            Request(game, live[i], solver, tuple(game.observe(live[i], solver)), rngs[i])
+            for i in asks
+        ]
+        texts = [c.text for c in policy.act(requests, greedy=True)] if requests else []
+        answers = dict(zip(asks, texts, strict=True))
+        for i in waiting:
+            role = game.to_act(live[i])
+            live[i] = game.step(live[i], role, answers.get(i) or respond(live[i]))
+    verdicts = [solved(s) for s in live]
+    counted = [v for v in verdicts if v is not None]
+    return {
+        "accuracy": sum(counted) / len(counted) if counted else 0.0,
+        "tasks": float(len(counted)),
+        "void": float(len(verdicts) - len(counted)),
+    }
+
+
+def pick(problems: Sequence[Problem], limit: int, seed: int) -> list[Problem]:
+    """Up to ``limit`` problems in a fixed order for ``seed`` (the same ones every evaluation)."""
+    chosen = list(problems)
+    random.Random(f"selfplay-tasks-{seed}").shuffle(chosen)
+    return chosen[:limit]

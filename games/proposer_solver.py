@@ -1,0 +1,287 @@
+"""The shared rules of the maths proposer/solver games, decided by a verifier.
+
+    propose  the proposer writes a problem with its answer: [problem: ... answer: ...]
+    check    (validity_check) the proposer solves its own problem again, without seeing
+             its answer (Absolute Zero's validity check); a problem it cannot solve is invalid
+    solve    the solver answers [42], or asks a clarifying question [ask: ...] (at most
+             max_questions), which the proposer answers [reply: ...] or [decline]s
+
+Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An invalid problem (the
+proposer fails its own check) ends the match at once: the proposer gets
+``invalid_problem_payoff`` (−1) and the solver 0, as the solver never played; the game is
+therefore not zero-sum. A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
+neither a win nor a loss, marked ``void`` in the signals and ``state.void`` (episodes keep a
+payoff for every role, so a void match is a draw with its reason recorded rather than a
+missing payoff). An unreadable answer in a proposal is an invalid move, not a void, so a
+proposer cannot escape a loss by writing garbage.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from selfplay.core.types import Message, Payoffs, Role
+from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
+from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.games.math_tasks import (
+    PROPOSAL_FORMAT,
+    SPAN,
+    format_proposal,
+    parse_proposal,
+    pick,
+    task_accuracy,
+    verifier,
+    wrong_answer,
+)
+
+ROLES = ("proposer", "solver")
+VOID = ("timeout", "error")
+Phase = Literal["propose", "check", "solve", "reply", "done"]
+DECLINE = ("decline", "pass", "no comment")
+CHECK_RULES = (
+    "Solve the problem below. Think briefly, then give only your final answer in square "
+    "brackets, e.g. [42] or [-3/4]."
+)
+
+
+class ProposerSolverOptions(GameOptions):
+    max_questions: int = Field(
+        default=2, ge=0, le=8, description="Clarifying questions the solver may ask."
+    )
+    validity_check: bool = Field(
+        default=True, description="The proposer must solve its own problem for it to count."
+    )
+    invalid_problem_payoff: float = Field(
+        default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
+    )
+    verifier: str = Field(default="math", description="Registered verifier deciding answers.")
+    verifier_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options of the verifier, e.g. {timeout: 5}."
+    )
+
+    @model_validator(mode="after")
+    def _room(self) -> ProposerSolverOptions:
+        needed = 3 + 2 * self.max_questions
+        if self.max_turns < needed:
+            raise ValueError(
+                f"max_turns={self.max_turns} is too few for max_questions={self.max_questions}; "
+                f"a full match takes {needed} moves: raise max_turns or lower max_questions."
+            )
+        return self
+
+
+class ProposerSolverState(GameState):
+    topic: str
+    level: int
+    seed_problem: str  # a bank problem: the example (or the seed to vary) shown to the proposer
+    seed_answer: str
+    phase: Phase = "propose"
+    problem: str | None = None
+    answer: str | None = None
+    self_answer: str | None = None
+    self_verdict: str | None = None
+    questions: tuple[tuple[str, str | None], ...] = ()  # (question, reply; None = declined)
+    final: str | None = None
+    verdict: str | None = None
+    void: str | None = None  # why the verifier could not decide
+
+
+def random_player(game: Game, state: ProposerSolverState, role: Role, rng: random.Random) -> str:
+    """Proposes the seed problem (a wrong answer 1 time in 5), solves it, guesses half right."""
+    if state.phase == "propose":
+        answer = state.seed_answer if rng.random() < 0.8 else wrong_answer(state.seed_answer)
+        return format_proposal(state.seed_problem, answer)
+    if state.phase == "check":
+        return f"[{state.answer}]"
+    if state.phase == "reply":
+        return "[decline]" if rng.random() < 0.5 else "[reply: the answer is a number]"
+    asked = len(state.questions)
+    if asked < game.options.max_questions and rng.random() < 0.25:
+        return "[ask: may the answer be a fraction?]"
+    return f"[{state.answer}]" if rng.random() < 0.5 else f"[{wrong_answer(state.answer)}]"
+
+
+class ProposerSolverGame(Game):
+    """Base of the maths proposer games; subclasses write the proposer's task and pick seeds."""
+
+    roles = ROLES
+    Options = ProposerSolverOptions
+    State = ProposerSolverState
+    zero_sum = False  # an invalid problem pays the proposer −1 and the solver 0
+    answer_pattern = SPAN
+    answer_hint = f"{PROPOSAL_FORMAT}, [answer], [ask: question] or [reply: text]"
+    players: ClassVar[dict[str, Player]] = {"random": random_player}
+    train_topics: ClassVar[tuple[str, ...]] = tuple(t for t in TOPICS if t != TRANSFER_TOPIC)
+
+    # ---- what subclasses write ------------------------------------------------------------
+
+    def propose_prompt(self, state: ProposerSolverState) -> list[Message]:
+        raise NotImplementedError
+
+    def solver_rules(self, state: ProposerSolverState) -> str:
+        left = self.options.max_questions - len(state.questions)
+        ask = (
+            f" If something is unclear you may instead ask the proposer one question as "
+            f"[ask: your question] ({left} left)."
+            if left > 0
+            else ""
+        )
+        return (
+            "You are the solver. Solve the problem step by step, then end with your final "
+            f"answer in square brackets, e.g. [42] or [-3/4].{ask}"
+        )
+
+    # ---- the rules ---------------------------------------------------------------------------
+
+    def current_role(self, state: ProposerSolverState) -> Role | None:
+        return {"propose": "proposer", "check": "proposer", "reply": "proposer"}.get(
+            state.phase, "solver" if state.phase == "solve" else None
+        )
+
+    def prompt(self, state: ProposerSolverState, role: Role) -> list[Message]:
+        if state.phase == "propose":
+            return self.propose_prompt(state)
+        if state.phase == "check":
+            return [Message("system", CHECK_RULES), Message("user", f"Problem: {state.problem}")]
+        if state.phase == "reply":
+            question = state.questions[-1][0]
+            rules = (
+                f"You proposed the problem below (your answer: {state.answer}). The solver asks "
+                "a question. Answer it as [reply: your answer to the question], or [decline]. "
+                "You win if the solver gets the problem wrong."
+            )
+            user = f"Problem: {state.problem}\nQuestion: {question}"
+            return [Message("system", rules), Message("user", user)]
+        return [Message("system", self.solver_rules(state)), Message("user", self._task(state))]
+
+    def _task(self, state: ProposerSolverState) -> str:
+        lines = [f"Problem: {state.problem}"]
+        for question, reply in state.questions:
+            lines.append(f"You asked: {question}\nProposer: {reply or '(declined to answer)'}")
+        return "\n".join(lines)
+
+    def legal(self, state: ProposerSolverState, role: Role, action: str) -> str:
+        text = " ".join(action.split())
+        if state.phase == "propose":
+            problem, answer = parse_proposal(text)
+            return f"problem: {problem} answer: {answer}"
+        if state.phase == "reply":
+            if text.lower().strip(" .!") in DECLINE:
+                return "decline"
+            return "reply: " + _after_prefix(text, "reply")
+        if state.phase == "solve" and text.lower().startswith("ask"):
+            question = _after_prefix(text, "ask")
+            if len(state.questions) >= self.options.max_questions:
+                raise InvalidAction("you have no questions left; give your answer, e.g. [42].")
+            if not question:
+                raise InvalidAction("write a question after 'ask:', e.g. [ask: is x whole?].")
+            return f"ask: {question}"
+        return text
+
+    def apply(self, state: ProposerSolverState, role: Role, action: str) -> ProposerSolverState:
+        if state.phase == "propose":
+            problem, answer = parse_proposal(action)
+            phase = "check" if self.options.validity_check else "solve"
+            return state.model_copy(update={"problem": problem, "answer": answer, "phase": phase})
+        if state.phase == "check":
+            verdict = self.verify(action, state.answer)
+            phase = "solve" if verdict == "pass" else "done"
+            update = {"self_answer": action, "self_verdict": verdict, "phase": phase}
+            return state.model_copy(update={**update, "void": _void(verdict, "check")})
+        if state.phase == "reply":
+            reply = None if action == "decline" else action.removeprefix("reply: ")
+            questions = (*state.questions[:-1], (state.questions[-1][0], reply))
+            return state.model_copy(update={"questions": questions, "phase": "solve"})
+        if action.startswith("ask: "):
+            questions = (*state.questions, (action.removeprefix("ask: "), None))
+            return state.model_copy(update={"questions": questions, "phase": "reply"})
+        verdict = self.verify(action, state.answer)
+        update = {"final": action, "verdict": verdict, "phase": "done"}
+        return state.model_copy(update={**update, "void": _void(verdict, "answer")})
+
+    def verify(self, candidate: str, reference: str | None) -> str:
+        """``pass``/``fail``/``timeout``/``error`` from the configured verifier."""
+        check = verifier(self.options.verifier, self.options.verifier_options)
+        return check.verify(candidate, reference or "").status
+
+    def result(self, state: ProposerSolverState) -> Payoffs | None:
+        if state.phase != "done":
+            return None
+        if state.void is not None:
+            return dict.fromkeys(ROLES, 0.0)
+        if state.self_verdict == "fail":
+            return {"proposer": self.options.invalid_problem_payoff, "solver": 0.0}
+        solved = state.verdict == "pass"
+        return {"solver": 1.0 if solved else -1.0, "proposer": -1.0 if solved else 1.0}
+
+    def legal_actions(self, state: ProposerSolverState, role: Role) -> list[str]:
+        if state.phase == "propose":
+            right = format_proposal(state.seed_problem, state.seed_answer)
+            return [right, format_proposal(state.seed_problem, wrong_answer(state.seed_answer))]
+        if state.phase == "reply":
+            return ["[decline]", "[reply: the answer is a whole number]"]
+        answers = [f"[{state.answer}]", f"[{wrong_answer(state.answer or '0')}]"]
+        if state.phase == "solve" and len(state.questions) < self.options.max_questions:
+            answers.append("[ask: is the answer a whole number?]")
+        return answers
+
+    def signals(self, state: ProposerSolverState) -> dict[str, float]:
+        return {
+            **super().signals(state),
+            "questions": float(len(state.questions)),
+            "replies": float(sum(reply is not None for _, reply in state.questions)),
+            "valid_problem": float(state.self_verdict != "fail" and state.problem is not None),
+            "solved": float(state.verdict == "pass"),
+            "void": float(state.void is not None),
+        }
+
+    # ---- held-out evaluation -----------------------------------------------------------------
+
+    def task_states(self, split: str, limit: int, seed: int) -> list[ProposerSolverState]:
+        """Bank problems of ``split`` set up for the solver (the proposer's part skipped)."""
+        if split == "transfer":
+            problems = load_bank(TRANSFER_TOPIC, "transfer")
+        else:
+            problems = [p for t in self.train_topics for p in load_bank(t, "held_out")]
+        return [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
+
+    def _solver_start(self, problem: Problem, index: int) -> ProposerSolverState:
+        return ProposerSolverState(
+            seed=index,
+            topic=problem.topic,
+            level=problem.level,
+            seed_problem=problem.problem,
+            seed_answer=problem.answer,
+            phase="solve",
+            problem=problem.problem,
+            answer=problem.answer,
+        )
+
+    def evaluate_tasks(
+        self, policy: Any, split: str = "held_out", limit: int = 100, seed: int = 0
+    ) -> dict[str, float]:
+        """Greedy solver accuracy on bank problems: ``held_out`` or the ``transfer`` topic.
+
+        The policy plays the solver from the bank problem itself; clarifying questions are
+        declined. Void matches (verifier timeout/error) are left out and counted.
+        """
+        if split not in ("held_out", "transfer"):
+            raise ValueError(f"evaluate_tasks: split is held_out or transfer, got {split!r}.")
+        states = self.task_states(split, limit, seed)
+        return task_accuracy(self, policy, states, _solved, lambda _state: "[decline]")
+
+
+def _solved(state: ProposerSolverState) -> bool | None:
+    return None if state.void is not None else state.verdict == "pass"
+
+
+def _void(verdict: str, step: str) -> str | None:
+    return f"verifier {verdict} at the {step}" if verdict in VOID else None
+
+
+def _after_prefix(text: str, prefix: str) -> str:
+    body = text[len(prefix) :] if text.lower().startswith(prefix) else text
+    return body.lstrip(" :").strip()

@@ -1,0 +1,130 @@
+"""PSRO: Policy-Space Response Oracles (Lanctot et al., 2017) over the pool of snapshots.
+
+PSRO repeats three phases; here they map onto the loop like this:
+
+1. Response (the oracle): the learner trains against opponents drawn from the meta-strategy
+   sigma over the pool. This is the ordinary training iteration, with ``sample`` drawing
+   from sigma.
+2. Expansion: every ``pool.snapshot_every`` iterations the learner's snapshot joins the pool
+   (the loop adds it).
+3. Evaluation and meta-solve: ``wanted_matches`` asks for matches between the new member and
+   every member (the empirical payoff matrix grows by one row and column); ``update`` records
+   their results and the meta-solver turns the matrix into the next sigma.
+
+Meta-solvers come from `selfplay.opponents.meta_solvers` by name: ``uniform`` (fictitious
+play), ``nash`` (linear programming), ``prd`` (projected replicator dynamics), ``rm`` (regret
+matching). ``--opponent psro:nash``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from selfplay.opponents.base import LEARNER, OpponentSampler
+from selfplay.opponents.meta_solvers import META_SOLVERS, solve
+from selfplay.plugins.hookspecs import hookimpl
+
+
+class PSRO(OpponentSampler):
+    uses_pool = True
+
+    def __init__(self, meta_solver: str | None = None, p_latest: float = 0.0, **options: Any):
+        meta_solver = meta_solver or "nash"
+        if meta_solver not in META_SOLVERS:
+            raise ValueError(
+                f"unknown meta-solver {meta_solver!r}; choose one of "
+                f"{', '.join(sorted(META_SOLVERS))}, e.g. --opponent psro:nash."
+            )
+        if not 0 <= p_latest <= 1:
+            raise ValueError(f"p_latest must be in [0, 1], got {p_latest}.")
+        self.meta_solver, self.p_latest, self.options = meta_solver, p_latest, options
+        self.payoffs: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
+        self.sigma: dict[str, float] = {}
+        self.members: list[str] = []  # the pool as of the last evaluation
+
+    # ---- phase 1: the response is trained against sigma ------------------------------------
+
+    def sample(self, members: Sequence[str], rng: random.Random) -> str:
+        if not members or rng.random() < self.p_latest:
+            return LEARNER
+        weights = [self.sigma.get(m, 0.0) for m in members]
+        if sum(weights) <= 0:
+            weights = [1.0] * len(members)
+        return rng.choices(list(members), weights=weights)[0]
+
+    def mixture(self, members: Sequence[str]) -> dict[str, float] | None:
+        if not members:
+            return None
+        total = sum(self.sigma.get(m, 0.0) for m in members)
+        if total <= 0:
+            return {m: 1 / len(members) for m in members}
+        return {m: self.sigma.get(m, 0.0) / total for m in members}
+
+    # ---- phases 2 and 3: the pool grew; evaluate the new member, then meta-solve -----------
+
+    def wanted_matches(self, members: Sequence[str]) -> list[tuple[str, str]]:
+        self.members = list(members)
+        return [
+            (a, b)
+            for i, a in enumerate(members)
+            for b in members[i + 1 :]
+            if (a, b) not in self.payoffs
+        ]
+
+    def update(self, episodes: Sequence[Any]) -> None:
+        changed = False
+        for episode in episodes:
+            holders = list(episode.seats.items())
+            if len(holders) != 2 or episode.outcome is None:
+                continue
+            (ra, a), (rb, b) = holders
+            if LEARNER in (a, b) or a == b:
+                continue  # training matches: the learner is not a fixed pool member
+            for x, y, payoff in ((a, b, episode.outcome[ra]), (b, a, episode.outcome[rb])):
+                total = self.payoffs.setdefault((x, y), [0.0, 0.0])
+                total[0] += payoff
+                total[1] += 1
+            changed = True
+        if changed:
+            self._solve(self.members or self._known_members())
+
+    def _solve(self, members: Sequence[str]) -> None:
+        matrix = self.matrix(members)
+        weights = solve(self.meta_solver, matrix, **self.options)
+        self.sigma = {m: float(w) for m, w in zip(members, weights, strict=True)}
+
+    def matrix(self, members: Sequence[str]) -> list[list[float]]:
+        """Mean payoff of row member against column member (0 where no match was played)."""
+        rows = []
+        for a in members:
+            row = []
+            for b in members:
+                total, n = self.payoffs.get((a, b), (0.0, 0.0))
+                row.append(total / n if n else 0.0)
+            rows.append(row)
+        return rows
+
+    def _known_members(self) -> list[str]:
+        return sorted({a for a, _ in self.payoffs})
+
+    def metrics(self) -> dict[str, float]:
+        return {f"psro/sigma/{m}": w for m, w in self.sigma.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "payoffs": [[a, b, t, n] for (a, b), (t, n) in self.payoffs.items()],
+            "sigma": dict(self.sigma),
+            "members": list(self.members),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.payoffs = {(a, b): [t, n] for a, b, t, n in state["payoffs"]}
+        self.sigma = dict(state["sigma"])
+        self.members = list(state["members"])
+
+
+@hookimpl
+def register_opponent_samplers(register):
+    register("psro", PSRO)

@@ -1,0 +1,207 @@
+"""An LLM judge: a model reads a match and scores it.
+
+Modes:
+- ``pointwise``, ``scope=transcript``: the whole match is rated 0..scale; every role gets
+  ``score / scale`` (a role suffix keeps it to one role).
+- ``pointwise``, ``scope=turn``: each turn is rated on its own (what its player was asked and
+  what it answered): per-turn scores ``score / scale``, a judge-made process reward.
+- ``pairwise``: the judge compares the two roles of ``pair`` (default: the game's two roles)
+  and names a winner: +1 to it, -1 to the other, 0 to both on a tie (zero-sum, as in
+  debate training).
+
+The judge model is ``reference`` (the learner's frozen starting point; the default, so the
+learner cannot talk its own judge up), ``learner`` (the model judges itself, as in
+Self-Rewarding LMs), or a registered model name or local model folder. An answer the parser
+cannot read is masked (``None``) and counted (``unparsable``), never scored 0.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from selfplay.core.types import Episode, Message, Role
+from selfplay.plugins.hookspecs import hookimpl
+from selfplay.rewards import judge_prompts as prompts
+from selfplay.rewards.base import Reward, RewardError, RewardOptions, RoleScores, TurnScores
+
+DEFAULT_TEMPLATES = {
+    ("pointwise", "transcript"): "judge_transcript",
+    ("pointwise", "turn"): "judge_turn",
+    ("pairwise", "transcript"): "judge_pairwise",
+}
+
+
+class JudgeModelOptions(RewardOptions):
+    model: str = Field(
+        default="reference",
+        description="reference (frozen start), learner, or a registered model / model folder.",
+    )
+    template: str | None = Field(
+        default=None, description="Shipped template name or a .txt file (default by mode)."
+    )
+    max_new_tokens: int = Field(default=32, ge=1, description="Tokens the judge may write.")
+    max_chars: int = Field(
+        default=2000, ge=1, description="Each text shown to the judge keeps its last N chars."
+    )
+    greedy: bool = Field(default=True, description="Judge greedily (else sample).")
+
+
+class JudgeOptions(JudgeModelOptions):
+    mode: Literal["pointwise", "pairwise"] = Field(
+        default="pointwise", description="Score one match (pointwise) or compare two roles."
+    )
+    scope: Literal["transcript", "turn"] = Field(
+        default="transcript", description="Pointwise: rate the whole match or each turn."
+    )
+    scale: int = Field(default=10, ge=1, description="Pointwise scores run from 0 to scale.")
+    pair: list[str] | None = Field(
+        default=None, description="Pairwise: the two roles compared (default: the game's two)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeOptions:
+        if self.mode == "pairwise" and self.scope == "turn":
+            raise ValueError("pairwise compares two roles over a match; use scope=transcript.")
+        if self.pair is not None and len(self.pair) != 2:
+            raise ValueError(f"pair names two roles, got {self.pair}.")
+        return self
+
+
+class Judge(Reward):
+    """An LLM judge scores a match or each turn (0..scale), or picks the better of two roles."""
+
+    name = "judge"
+    Options = JudgeOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        opts = self.options
+        self.mode, self.scope, self.scale = opts.mode, opts.scope, opts.scale
+        self._setup()
+
+    def _setup(self) -> None:
+        """What follows from mode, scope and scale (Quality fixes those three)."""
+        opts = self.options
+        self.template = prompts.load_template(
+            opts.template or DEFAULT_TEMPLATES[(self.mode, self.scope)]
+        )
+        self.per_turn = self.scope == "turn"
+        self.models = frozenset([opts.model])
+        self._counts = dict.fromkeys(("asked", "unparsable"), 0)
+
+    def __call__(self, episodes: Sequence[Episode]) -> list[RoleScores] | list[TurnScores]:
+        self._counts = dict.fromkeys(self._counts, 0)
+        if self.scope == "turn":
+            return self._turns(episodes)
+        if self.mode == "pairwise":
+            return self._pairwise(episodes)
+        answers = self._ask([(ep, self._transcript_prompt(ep), 0) for ep in episodes])
+        scores = [self._score(text) for text in answers]
+        return [dict.fromkeys(ep.seats, s) for ep, s in zip(episodes, scores, strict=True)]
+
+    def counters(self) -> dict[str, float]:
+        return {key: float(value) for key, value in self._counts.items()}
+
+    # ---- the three ways of judging --------------------------------------------------------
+
+    def _turns(self, episodes: Sequence[Episode]) -> list[TurnScores]:
+        asks = [
+            (ep, self._turn_prompt(ep, i), i + 1)
+            for ep in episodes
+            for i, turn in enumerate(ep.turns)
+            if self.applies_to(turn.role)
+        ]
+        answers = iter(self._ask(asks))
+        return [
+            [self._score(next(answers)) if self.applies_to(t.role) else None for t in ep.turns]
+            for ep in episodes
+        ]
+
+    def _pairwise(self, episodes: Sequence[Episode]) -> list[RoleScores]:
+        first, second = self._pair()
+        extra = {"first": first, "second": second}
+        answers = self._ask([(ep, self._transcript_prompt(ep, **extra), 0) for ep in episodes])
+        results: list[RoleScores] = []
+        for ep, text in zip(episodes, answers, strict=True):
+            winner = prompts.parse_winner(text)
+            scores: RoleScores = dict.fromkeys(ep.seats)
+            if winner is None:
+                self._counts["unparsable"] += 1
+            else:
+                sign = {"A": 1.0, "B": -1.0, "tie": 0.0}[winner]
+                scores.update({first: sign, second: -sign})
+            results.append(scores)
+        return results
+
+    def _pair(self) -> tuple[Role, Role]:
+        roles = tuple(self.game().roles)
+        pair = tuple(self.options.pair or roles)
+        if len(pair) != 2 or not set(pair) <= set(roles):
+            raise RewardError(
+                f"judge: pairwise needs two of {self.game().name}'s roles ({', '.join(roles)}); "
+                f"set reward_options.judge.pair, e.g. [{', '.join(roles[:2])}]."
+            )
+        return pair[0], pair[1]
+
+    # ---- prompts and answers --------------------------------------------------------------
+
+    def _transcript_prompt(self, episode: Episode, **extra: str) -> str:
+        limit = self.options.max_chars
+        return self.template.substitute(
+            dict.fromkeys(prompts.PLACEHOLDERS, ""),
+            game=episode.game,
+            task=prompts.task_of(episode.turns[0], limit) if episode.turns else "",
+            transcript=prompts.transcript(episode, limit),
+            scale=str(self.scale),
+            **extra,
+        )
+
+    def _turn_prompt(self, episode: Episode, index: int) -> str:
+        turn, limit = episode.turns[index], self.options.max_chars
+        return self.template.substitute(
+            dict.fromkeys(prompts.PLACEHOLDERS, ""),
+            game=episode.game,
+            role=turn.role,
+            task=prompts.task_of(turn, limit),
+            response=prompts.clip(turn.text, limit),
+            scale=str(self.scale),
+        )
+
+    def _ask(self, asks: list[tuple[Episode, str, int]]) -> list[str]:
+        """One batched call to the judge model; ``asks`` are (episode, prompt, sub-seed)."""
+        if not asks:
+            return []
+        if self.context.policy is None:
+            raise RuntimeError(f"The {self.name!r} reward needs a model: call bind() first.")
+        from selfplay.core.policy import Request
+
+        policy = self.context.policy(self.options.model, max_new_tokens=self.options.max_new_tokens)
+        game = self.game()
+        requests = [
+            Request(
+                game=game,
+                state=game.State.model_validate(ep.state) if ep.state else game.reset(ep.seed),
+                role="judge",
+                messages=(Message("user", prompt),),
+                rng=random.Random(ep.seed * 1_000_003 + sub),
+            )
+            for ep, prompt, sub in asks
+        ]
+        self._counts["asked"] += len(requests)
+        return [c.text for c in policy.act(requests, greedy=self.options.greedy)]
+
+    def _score(self, text: str) -> float | None:
+        score = prompts.parse_score(text, self.scale)
+        if score is None:
+            self._counts["unparsable"] += 1
+            return None
+        return score / self.scale
+
+
+@hookimpl
+def register_rewards(register):
+    register("judge", Judge)

@@ -1,0 +1,116 @@
+"""The league in the loop: every sampler on every zero-sum game, reports, exact resume."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from selfplay.core.config import build_config
+from selfplay.core.loop import train
+
+HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
+SMALL = {
+    "matches": 4, "iterations": 2, "seed": 3, "name": "run",
+    "cold_start": {"steps": 0}, "eval": {"matches": 2},
+    "pool": {"snapshot_every": 1, "matches_per_pair": 2, "size": 2},
+    "train": {"minibatch_size": 16}, "generation": {"max_new_tokens": 8},
+}  # fmt: skip
+
+
+def config_for(tmp_path: Path, **changes):
+    settings = {**SMALL, "out": str(tmp_path), **changes}
+    return build_config(None, {}, [f"{k}={v}" for k, v in _flat(settings)])
+
+
+def _flat(settings: dict, prefix: str = ""):
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            yield from _flat(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def metrics(folder: Path) -> list[dict[str, str]]:
+    with (folder / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+GAMES = ["tictactoe", "kuhn-poker", "rock-paper-scissors"]
+SAMPLERS = ["pool", "psro:rm", "elo"]
+# CI runs each sampler once and each game once; `pytest -m slow` runs every pair
+PAIRS = [
+    pytest.param(game, opponent, marks=[] if i == j else [pytest.mark.slow])
+    for i, game in enumerate(GAMES)
+    for j, opponent in enumerate(SAMPLERS)
+]
+
+
+@pytest.mark.parametrize(("game", "opponent"), PAIRS)
+def test_every_pool_sampler_trains_on_every_zero_sum_game(tmp_path, game, opponent):
+    result = train(config_for(tmp_path, game=game, opponent=opponent))
+    folder = result.folder.path
+    # snapshots 0 and 1 were taken, the size-2 pool evicted none; 2 then evicted 1
+    assert sorted(p.name for p in (folder / "pool").iterdir()) == ["snapshot-0.pt", "snapshot-2.pt"]
+    rows = metrics(folder)
+    assert [r["pool/size"] for r in rows] == ["2.0", "2.0"]
+    ratings = list(csv.DictReader((folder / "ratings.csv").open()))
+    assert {"snapshot:0", "snapshot:2"} <= {r["name"] for r in ratings}
+    assert (folder / "crossplay.csv").read_text().startswith("holder,opponent,mean_payoff")
+
+
+def test_kuhn_reports_exact_exploitability_of_last_and_average_policies(tmp_path):
+    result = train(config_for(tmp_path, game="kuhn-poker", opponent="psro:nash"))
+    rows = metrics(result.folder.path)
+    for key in ("exploitability/last", "exploitability/iterates_average"):
+        values = [float(r[key]) for r in rows]
+        assert all(0 <= v <= 2 for v in values)  # NashConv/2 of Kuhn is at most 2
+    assert float(rows[-1]["exploitability/pool_average"]) >= 0
+    sigma = [k for k in rows[-1] if k.startswith("psro/sigma/")]
+    assert sigma and abs(sum(float(rows[-1][k] or 0) for k in sigma) - 1) < 1e-6
+
+
+def test_psro_run_resumes_bitwise_after_sigkill(tmp_path):
+    args = [
+        "--game", "kuhn-poker", "--opponent", "psro:nash", "--matches", "8", "--seed", "5",
+        "--cold-start", "5", "--set", "cold_start.batch_size=16", "--set", "eval.matches=2",
+        "--set", "checkpoint_every=1", "--set", "pool.snapshot_every=1",
+        "--set", "pool.matches_per_pair=4", "--set", "pool.size=2", "--iterations", "3",
+    ]  # fmt: skip
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1"}
+    straight = subprocess.run(
+        [sys.executable, str(HELPER), "run", *args, "--out", str(tmp_path), "--name", "s"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert straight.returncode == 0, straight.stderr
+
+    marker = tmp_path / "stalled"
+    stall = {"SELFPLAY_TEST_STALL_AT": "2", "SELFPLAY_TEST_MARKER": str(marker)}
+    killed = subprocess.Popen(
+        [sys.executable, str(HELPER), "run", *args, "--set", "callbacks=[test-stall]",
+         "--out", str(tmp_path), "--name", "k"],
+        env={**env, **stall}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.time() + 300
+    while not marker.exists() and time.time() < deadline and killed.poll() is None:
+        time.sleep(0.1)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert marker.exists(), "the run never reached iteration 2"
+    resumed = subprocess.run(
+        [sys.executable, str(HELPER), "run", "--resume", str(tmp_path / "k"), "--iterations", "3"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    keys = ("loss", "exploitability/last", "exploitability/pool_average", "elo/learner")
+    expected = [{k: r.get(k) for k in keys} for r in metrics(tmp_path / "s")]
+    assert [{k: r.get(k) for k in keys} for r in metrics(tmp_path / "k")] == expected
+    assert (tmp_path / "k" / "ratings.csv").read_text() == (
+        tmp_path / "s" / "ratings.csv"
+    ).read_text()

@@ -1,0 +1,139 @@
+"""Opponent samplers: the pool's eviction rule, sampling weights, PSRO's matrix, the Elo band."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+import torch
+
+from selfplay.core.types import Episode
+from selfplay.opponents.base import LEARNER
+from selfplay.opponents.elo import BandController, EloSampler
+from selfplay.opponents.pool import Pool, PoolSampler
+from selfplay.opponents.psro import PSRO
+from selfplay.plugins.manager import registries
+
+
+def match(a: str, b: str, payoff_a: float) -> Episode:
+    return Episode(
+        game="g", seed=0, seats={"p0": a, "p1": b}, turns=(),
+        outcome={"p0": payoff_a, "p1": -payoff_a},
+    )  # fmt: skip
+
+
+def test_pool_keeps_the_starting_policy_and_evicts_the_oldest_other():
+    pool = Pool(size=3, scripted=["random"])
+    evicted = [pool.add(f"snapshot:{i}") for i in range(5)]
+    assert pool.snapshots == ["snapshot:0", "snapshot:3", "snapshot:4"]
+    assert evicted == [[], [], [], ["snapshot:1"], ["snapshot:2"]]
+    assert pool.members == ["scripted:random", "snapshot:0", "snapshot:3", "snapshot:4"]
+    again = Pool(size=3)
+    again.load_state_dict(pool.state_dict())
+    assert again.snapshots == pool.snapshots
+    with pytest.raises(ValueError, match=r"pool\.size"):
+        Pool(size=1)
+
+
+def test_pool_sampler_weights_latest_and_recency():
+    members = ["snapshot:0", "snapshot:5", "snapshot:10"]
+    rng = random.Random(0)
+    never_latest = Counter(PoolSampler(p_latest=0.0).sample(members, rng) for _ in range(3000))
+    assert LEARNER not in never_latest and set(never_latest) == set(members)
+    recency = PoolSampler(p_latest=0.0, weighting="recency")
+    drawn = Counter(recency.sample(members, rng) for _ in range(6000))
+    assert drawn["snapshot:10"] > drawn["snapshot:5"] > drawn["snapshot:0"]
+    assert recency.mixture(members) == pytest.approx(
+        {"snapshot:0": 1 / 6, "snapshot:5": 2 / 6, "snapshot:10": 3 / 6}
+    )
+    mostly_latest = Counter(PoolSampler(p_latest=0.8).sample(members, rng) for _ in range(3000))
+    assert 0.75 < mostly_latest[LEARNER] / 3000 < 0.85
+    assert PoolSampler().sample([], rng) == LEARNER
+    with pytest.raises(ValueError, match="weighting"):
+        PoolSampler(weighting="newest")
+
+
+def test_psro_fills_the_matrix_and_solves_for_the_meta_strategy():
+    # rock-paper-scissors among three members: the Nash meta-strategy is uniform
+    members = ["a", "b", "c"]
+    psro = PSRO("nash")
+    assert psro.wanted_matches(members) == [("a", "b"), ("a", "c"), ("b", "c")]
+    beats = {("a", "b"), ("b", "c"), ("c", "a")}
+    episodes = []
+    for x, y in psro.wanted_matches(members):
+        won = 1.0 if (x, y) in beats else -1.0
+        episodes += [match(x, y, won), match(y, x, -won)]
+    psro.update(episodes)
+    assert psro.matrix(members) == [[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]]
+    assert psro.mixture(members) == pytest.approx(dict.fromkeys(members, 1 / 3), abs=1e-6)
+    assert psro.wanted_matches(members) == []  # every pair evaluated
+    assert psro.wanted_matches([*members, "d"]) == [("a", "d"), ("b", "d"), ("c", "d")]
+
+
+def test_psro_gives_a_dominated_member_no_weight_and_ignores_training_matches():
+    psro = PSRO("nash")
+    psro.wanted_matches(["weak", "strong"])
+    psro.update([match("strong", "weak", 1.0), match("weak", "strong", -1.0)])
+    psro.update([match(LEARNER, "weak", 1.0)] * 5)  # the learner is not a fixed member
+    assert psro.mixture(["weak", "strong"]) == pytest.approx({"weak": 0.0, "strong": 1.0})
+    assert all(psro.sample(["weak", "strong"], random.Random(i)) == "strong" for i in range(50))
+    with pytest.raises(ValueError, match="meta-solver 'best'"):
+        PSRO("best")
+
+
+def test_elo_sampler_keeps_the_learner_inside_the_band():
+    elo = EloSampler(low=0.3, high=0.7)
+    members = ["snapshot:0", "scripted:random", "scripted:minimax"]
+    elo.wanted_matches(members)
+    for _ in range(40):  # the learner crushes random and loses to minimax
+        elo.update([match(LEARNER, "scripted:random", 1.0), match(LEARNER, "scripted:minimax", -1)])
+    assert (
+        elo.learner_expects("scripted:random") > 0.7 > 0.3 > elo.learner_expects("scripted:minimax")
+    )
+    rng = random.Random(0)
+    assert {elo.sample(members, rng) for _ in range(50)} == {"snapshot:0"}
+    # nobody inside the band: the member nearest to it
+    assert elo.sample(["scripted:random", "scripted:minimax"], rng) in {
+        min(
+            ["scripted:random", "scripted:minimax"],
+            key=lambda m: abs(elo.learner_expects(m) - 0.5),
+        )
+    }
+    with pytest.raises(ValueError, match="low < high"):
+        EloSampler(low=0.8, high=0.2)
+
+
+def test_band_controller_moves_difficulty_out_of_the_band_only():
+    band = BandController()
+    assert band.adjust(10.0, 0.9) == pytest.approx(12.0)
+    assert band.adjust(10.0, 0.1) == pytest.approx(8.0)
+    assert band.adjust(10.0, 0.5) == 10.0
+
+
+@pytest.mark.parametrize("name", ["latest", "pool", "psro", "elo"])
+def test_every_sampler_state_round_trips_through_a_checkpoint(name, tmp_path):
+    factory = registries().opponent_samplers.get(name)
+    sampler = factory()
+    members = ["snapshot:0", "snapshot:2", "scripted:random"]
+    sampler.wanted_matches(members)
+    sampler.update([match("snapshot:0", "snapshot:2", 1.0), match(LEARNER, "snapshot:2", -1.0)])
+    sampler.update([match("snapshot:2", "scripted:random", 0.0)])
+    torch.save(sampler.state_dict(), tmp_path / "state.pt")
+    restored = factory()
+    restored.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=True))
+    assert restored.state_dict() == sampler.state_dict()
+    picks = [sampler.sample(members, random.Random(i)) for i in range(20)]
+    assert [restored.sample(members, random.Random(i)) for i in range(20)] == picks
+
+
+def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
+    from selfplay.core.update import pull_reference
+
+    policy, magnet = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        policy.weight.fill_(1.0)
+        magnet.weight.fill_(0.0)
+    pull_reference(magnet, policy, 0.25)
+    assert torch.allclose(magnet.weight, torch.full((1, 2), 0.25))
+    assert torch.equal(policy.weight, torch.ones(1, 2))  # the policy itself is untouched

@@ -1,0 +1,186 @@
+"""Model-based rewards (judge, quality) with fake policies; the models they get; a short run."""
+
+from __future__ import annotations
+
+import copy
+import csv
+
+import pytest
+
+from selfplay.core.build import build_learner
+from selfplay.core.cli import main
+from selfplay.core.config import ConfigError, build_config
+from selfplay.core.policy import MockPolicy
+from selfplay.core.reward_models import RewardModels
+from selfplay.core.types import Episode, Message, Turn
+from selfplay.games.tictactoe import TicTacToe
+from selfplay.rewards.base import RewardContext, RewardError
+from selfplay.rewards.compose import Component, RewardPipeline, Term
+from selfplay.rewards.judge import Judge
+from selfplay.rewards.quality import Quality
+
+ROLES = ("player_0", "player_1")
+
+
+def turn(role, text, ask="Your move?"):
+    return Turn(role, "learner", (Message("user", ask),), text, None, True, None, (1,))
+
+
+def episode(seed=0, texts=("[4] center first", "[0] a corner")):
+    turns = tuple(turn(role, text) for role, text in zip(ROLES * 2, texts, strict=False))
+    return Episode("tictactoe", seed, dict.fromkeys(ROLES, "learner"), turns, {})
+
+
+class Models:
+    """Hands out one fake policy and records what was asked for."""
+
+    def __init__(self, answers):
+        self.policy = MockPolicy(answers)
+        self.asked = []
+
+    def __call__(self, name, max_new_tokens=None):
+        self.asked.append((name, max_new_tokens))
+        return self.policy
+
+
+def bound(reward, answers):
+    models = Models(answers)
+    reward.bind(RewardContext(game=TicTacToe(), policy=models))
+    return reward, models
+
+
+def prompts_of(models):
+    return [r.messages[0].content for r in models.policy.seen]
+
+
+@pytest.fixture(autouse=True)
+def remember_requests(monkeypatch):
+    """MockPolicy keeps batch sizes only; keep the requests too."""
+    act = MockPolicy.act
+
+    def recording(self, requests, *, greedy=False):
+        self.seen = [*getattr(self, "seen", []), *requests]
+        self.greedy = greedy
+        return act(self, requests, greedy=greedy)
+
+    monkeypatch.setattr(MockPolicy, "act", recording)
+
+
+def test_pointwise_judge_scores_matches_and_masks_unreadable_answers():
+    judge, models = bound(Judge(), ["Solid play.\nScore: 7", "I cannot say.", "Score: 11"])
+    scores = judge([episode(0), episode(1), episode(2)])
+    assert scores == [dict.fromkeys(ROLES, 0.7), dict.fromkeys(ROLES, None), dict.fromkeys(ROLES)]
+    assert judge.counters() == {"asked": 3.0, "unparsable": 2.0}
+    assert models.asked[0] == ("reference", 32) and models.policy.calls == [3]
+    assert models.policy.greedy is True
+    prompt = prompts_of(models)[0]
+    assert "[player_0] [4] center first" in prompt and "[player_1] [0] a corner" in prompt
+    assert "0 to 10" in prompt and "Your move?" in prompt
+
+
+def test_turn_judge_scores_each_turn_of_its_role():
+    judge = Judge(scope="turn", scale=4, model="learner")
+    judge.role = "player_1"
+    judge, models = bound(judge, ["Score: 2", "Score: 4"])
+    texts = ("[4]", "[0] because", "[8]", "[2]")
+    assert judge.per_turn
+    assert judge([episode(texts=texts)]) == [[None, 0.5, None, 1.0]]
+    assert models.asked[0][0] == "learner"
+    assert "The player_1's answer:\n[0] because" in prompts_of(models)[0]
+
+
+def test_pairwise_judge_is_zero_sum_and_masks_unreadable_verdicts():
+    judge, _ = bound(Judge(mode="pairwise"), ["Winner: B", "winner: tie", "A wins, clearly"])
+    scores = judge([episode(0), episode(1), episode(2)])
+    assert scores == [
+        {"player_0": -1.0, "player_1": 1.0},
+        {"player_0": 0.0, "player_1": 0.0},
+        {"player_0": None, "player_1": None},
+    ]
+    assert judge.counters()["unparsable"] == 1.0
+    with pytest.raises(ValueError, match="use scope=transcript"):
+        Judge(mode="pairwise", scope="turn")
+    odd, _ = bound(Judge(mode="pairwise", pair=["player_0", "judge"]), ["Winner: A"])
+    with pytest.raises(RewardError, match="pairwise needs two of tictactoe's roles"):
+        odd([episode()])
+
+
+def test_quality_rates_the_interaction_0_to_7_for_every_role():
+    quality, models = bound(Quality(), ["Score: 7", "Score: 0", "Score: 8"])
+    scores = quality([episode(0), episode(1), episode(2)])
+    assert scores == [dict.fromkeys(ROLES, 1.0), dict.fromkeys(ROLES, 0.0), dict.fromkeys(ROLES)]
+    assert quality.models == frozenset({"reference"})
+    assert "0 (worthless) to 7" in prompts_of(models)[0]
+
+
+def test_unparsable_judge_answers_are_counted_in_the_pipeline_metrics():
+    judge, _ = bound(Judge(), ["Score: 5", "no score here"])
+    pipeline = RewardPipeline([Component(Term("judge", 2.0), judge)], ROLES)
+    first, second = pipeline([episode(0), episode(1)])
+    assert first.roles == dict.fromkeys(ROLES, 1.0) and second.roles == dict.fromkeys(ROLES)
+    metrics = pipeline.metrics()
+    assert metrics["reward/judge/unparsable"] == 1.0 and metrics["reward/judge/player_0"] == 0.5
+
+
+def test_episode_text_cannot_inject_template_placeholders():
+    judge, models = bound(Judge(), ["Score: 1"])
+    judge([episode(texts=("$scale ${transcript} $$", "[0]"))])
+    assert "[player_0] $scale ${transcript} $$" in prompts_of(models)[0]
+
+
+def test_templates_by_name_or_file_with_clear_errors(tmp_path):
+    with pytest.raises(RewardError, match=r"neither a shipped template.*judge_turn"):
+        Judge(template="nonexistent")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Rate $transcrpt please")
+    with pytest.raises(RewardError, match=r"unknown placeholder \$transcrpt"):
+        Judge(template=str(bad))
+    good = tmp_path / "mine.txt"
+    good.write_text("Judge this $game match:\n$transcript\nScore: N from 0 to $scale")
+    judge, models = bound(Judge(template=str(good), scale=3), ["Score: 3"])
+    assert judge([episode()]) == [dict.fromkeys(ROLES, 1.0)]
+    assert prompts_of(models)[0].startswith("Judge this tictactoe match:")
+
+
+def test_a_judge_needs_its_model_bound():
+    with pytest.raises(RuntimeError, match="'judge' reward needs a model"):
+        Judge()([episode()])
+
+
+def test_reward_models_share_the_learner_and_its_frozen_reference():
+    config = build_config(flags={"seed": 1})
+    learner = build_learner(config)
+    with pytest.raises(ConfigError, match="keeps no frozen reference"):
+        RewardModels(config, learner)("reference")
+    reference = copy.deepcopy(learner.model)
+    models = RewardModels(config, learner, reference)
+    judge_ref = models("reference", max_new_tokens=3)
+    assert judge_ref.model is reference and judge_ref.max_new_tokens == 3
+    assert models("reference", max_new_tokens=3) is judge_ref
+    assert models("learner").model is learner.model
+    with pytest.raises(ConfigError, match="neither a registered model"):
+        models("no-such-model")
+    judge = Judge(max_new_tokens=3)
+    judge.bind(RewardContext(game=TicTacToe(), policy=models))
+    (scores,) = judge([episode()])  # the untrained tiny model cannot answer "Score: N"
+    assert scores == dict.fromkeys(ROLES) and judge.counters() == {"asked": 1, "unparsable": 1}
+
+
+def test_run_logs_every_reward_component_per_role(tmp_path):
+    args = ["run", "--reward", "outcome=1+format=0.1", "--iterations", "1", "--matches", "4"]
+    args += ["--cold-start", "0", "--set", "eval.matches=2", "--set", "eval.opponents=[random]"]
+    assert main([*args, "--out", str(tmp_path), "--name", "r", "--seed", "5"]) == 0
+    with (tmp_path / "r" / "metrics.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    episodes = [Episode.from_json(line) for line in (tmp_path / "r" / "episodes.jsonl").open()]
+    payoffs = [ep.outcome["player_0"] for ep in episodes]
+    assert float(row["reward/outcome/player_0"]) == pytest.approx(sum(payoffs) / len(payoffs))
+    game = TicTacToe()
+    formats = [
+        0.0 if game.answer_pattern.search(t.text) else -1.0
+        for ep in episodes
+        for t in ep.turns
+        if t.role == "player_0"
+    ]
+    assert float(row["reward/format/player_0"]) == pytest.approx(sum(formats) / len(formats))
+    assert row["reward/outcome/player_1"] != ""

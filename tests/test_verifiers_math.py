@@ -1,0 +1,207 @@
+"""The math verifier: injection payloads, pathological inputs, equivalence traps, fuzzing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selfplay.verifiers.base import STATUSES
+from selfplay.verifiers.math_verifier import MathVerifier
+
+TIMEOUT = 2.0
+RIGHT, WRONG, REFERENCE = "355/113", "22/7", r"\frac{355}{113}"
+
+# Each payload tries to create the file MARKER; none may, and none may pass.
+PAYLOADS = [
+    "__import__('os').system('touch MARKER')",
+    "().__class__.__bases__[0].__subclasses__()",
+    "(lambda: __import__('os').system('touch MARKER'))()",
+    "os.system('touch MARKER')",
+    "eval(\"__import__('os').system('touch MARKER')\")",
+    "exec(\"open('MARKER','w')\")",
+    "open('MARKER','w').write('x')",
+    "x.__class__",
+    r"\boxed{__import__('os').system('touch MARKER')}",
+    r"\boxed{\text{__import__}('os').system('touch MARKER')}",
+    "answer: __import__('subprocess').call(['touch','MARKER'])",
+    "[c for c in ().__class__.__base__.__subclasses__() if c.__name__=='Popen'][0]"
+    "(['touch','MARKER'])",
+    "getattr(__builtins__,'exec')(\"open('MARKER','w')\")",
+    "sympify(\"__import__('os').system('touch MARKER')\")",
+    "Symbol('x').__class__.__init__.__globals__['os'].system('touch MARKER')",
+    r"\input{MARKER}",
+    r"\immediate\write18{touch MARKER}",
+    r"\def\x{touch MARKER} \x",
+    r"$\boxed{\frac{1}{__import__('os').system('touch MARKER')}}$",
+    "1 + __import__('os').system('touch MARKER')",
+    "sin.__globals__['__builtins__']['exec'](\"open('MARKER','w')\")",
+    r"\sqrt{exec('open(\'MARKER\',\'w\')')}",
+    "breakpoint()",
+    "import os; os.system('touch MARKER')",
+    "lambda x: open('MARKER','w')",
+    "f\"{__import__('os').system('touch MARKER')}\"",
+    "Function('f')(x) + open('MARKER','w').close()",
+    "\x00\x1b[2J touch MARKER",
+    "'; import os; os.system('touch MARKER'); '",
+    r"\mathrm{os}.system('touch MARKER')",
+    r"\operatorname{exec}(\text{open('MARKER','w')})",
+    "\uff3f\uff3fimport\uff3f\uff3f('os').system('touch MARKER')",
+    'S(\'__import__("os").system("touch MARKER")\')',
+    "Integer.__new__.__globals__['os'].system('touch MARKER')",
+    r"\boxed{1}}; __import__('os').system('touch MARKER'); {",
+    "x**__import__('os').system('touch MARKER')",
+    "compile('open(\"MARKER\",\"w\")','','exec')",
+    "Answer: {{ cycler.__init__.__globals__.os.popen('touch MARKER') }}",
+]
+
+PATHOLOGICAL = [
+    "9^9^9^9",
+    "2^2^2^2^2^2",
+    "10^10^10",
+    "(10^100000)^(10^100000)",
+    "2**99999 * 3**99999 * 5**99999 * 7**99999",
+    "(" * 10_000 + "1" + ")" * 10_000,
+    "(" * 150 + "1" + ")" * 150,
+    "-" * 399 + "1",
+    "1+" * 500_000 + "1",
+    "9" * 1_000_000,
+    "x" * 1_000_000,
+    r"\frac{" * 5000 + "1" + "}{2}" * 5000,
+    "100000!",
+    "(10^5)!",
+    "5000!/4999!",
+    "(x+1)^100000",
+    "sin(10^100000)",
+    "2^(3^(1/2)*10^9)",
+    "1e999999999",
+]
+
+EQUIVALENCES = [
+    ("2/4", "1/2", True),
+    ("sqrt(8)", "2*sqrt(2)", True),
+    ("x+1", "1+x", True),
+    ("0.1+0.2", "0.3", True),
+    ("0.5", r"\frac{1}{2}", True),
+    ("(x+1)^2", "x^2+2x+1", True),
+    (r"\sin(\pi/6)", "1/2", True),
+    (r"\boxed{3\sqrt{2}}", "sqrt(18)", True),
+    ("1,000", "1000", True),
+    ("cos(pi/5)", "(1+sqrt(5))/4", True),
+    (r"\dfrac{3}{4}", "0.75", True),
+    ("1e-3", "1/1000", True),
+    ("x = 5.", "5", True),
+    ("-0", "0", True),
+    ("The final answer is 42.", "42", True),
+    ("5!/3!", "20", True),
+    (r"\sqrt[3]{27}", "3", True),
+    ("log(e^2)", "2", True),
+    ("1/2004!", "1/2006!", False),
+    ("10^-30", "0", False),
+    ("1/3", "0.333", False),
+    ("3.14159", "pi", False),
+    ("22/7", "pi", False),
+    ("x", "y", False),
+    ("2^1000", "2^1000+1", False),
+    ("0.1+0.2", "0.30000000000000004", False),
+    ("sqrt(2)", "1.414213562373095", False),
+    ("sqrt(2)*10^-40", "0", False),
+    ("2x", "x^2", False),
+    ("-1/2", "1/2", False),
+]
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    checker = MathVerifier(timeout=TIMEOUT)
+    checker.start()
+    yield checker
+    checker.close()
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_injection_has_no_effect_and_never_passes(verifier, payload, tmp_path):
+    marker = tmp_path / "marker"
+    text = payload.replace("MARKER", str(marker))
+    assert verifier.verify(text, REFERENCE).status in ("fail", "error")
+    assert verifier.verify(RIGHT, text).status in ("fail", "error")  # as a reference too
+    assert not marker.exists()
+    assert verifier.verify(WRONG, REFERENCE).status == "fail"
+    assert verifier.verify(RIGHT, REFERENCE).status == "pass"
+
+
+def test_there_are_at_least_thirty_payloads():
+    assert len(PAYLOADS) >= 30
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
+def test_pathological_input_finishes_within_timeout(verifier, text):
+    verifier.start()  # a previous timeout replaced the worker; let its successor warm up
+    began = time.monotonic()
+    verdict = verifier.verify(text, "7")
+    assert time.monotonic() - began < TIMEOUT + 1.0
+    assert verdict.status in ("fail", "timeout")
+
+
+@pytest.mark.parametrize("candidate,reference,equal", EQUIVALENCES)
+def test_equivalence(verifier, candidate, reference, equal):
+    verdict = verifier.verify(candidate, reference)
+    assert verdict.status == ("pass" if equal else "fail"), verdict.detail
+
+
+def test_tolerance_accepts_approximate_answers_only_when_asked(verifier):
+    loose = MathVerifier(timeout=TIMEOUT, tolerance=1e-4)
+    try:
+        assert loose.verify("3.14159", "pi").status == "pass"
+        assert loose.verify("3.15", "pi").status == "fail"
+    finally:
+        loose.close()
+    assert verifier.verify("3.14159", "pi").status == "fail"
+
+
+def test_unreadable_reference_is_an_error_not_a_fail(verifier):
+    verdict = verifier.verify("1", "import os")
+    assert verdict.status == "error" and verdict.score is None
+
+
+def test_a_dead_worker_is_an_error_and_the_next_check_works(verifier):
+    verifier.worker._process.kill()
+    verifier.worker._process.wait()
+    assert verifier.verify(RIGHT, REFERENCE).status in ("pass", "error")
+    assert verifier.verify(RIGHT, REFERENCE).status == "pass"
+
+
+def test_a_timeout_replaces_the_worker(verifier):
+    assert verifier.verify("(x+1)^100000 - x", "1").status == "timeout"
+    assert verifier.verify(RIGHT, REFERENCE).status == "pass"
+
+
+MATH_TEXT = st.text(alphabet=st.sampled_from(list("0123456789+-*/^()!{}[]. xe\\pisqrtfacboxed=,")))
+
+
+@settings(max_examples=100, deadline=None)
+@given(candidate=st.one_of(MATH_TEXT, st.text(max_size=200)), reference=MATH_TEXT)
+def test_fuzz_no_exception_escapes(verifier, candidate, reference):
+    verdict = verifier.verify(candidate, reference)
+    assert verdict.status in STATUSES
+
+
+def expressions(depth: int = 3) -> st.SearchStrategy[str]:
+    leaf = st.one_of(st.integers(0, 99).map(str), st.sampled_from(["x", "y", "pi", "2.5"]))
+    if depth == 0:
+        return leaf
+    inner = expressions(depth - 1)
+    return st.one_of(
+        leaf,
+        st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner).map(" ".join),
+        st.tuples(inner, st.integers(0, 3)).map(lambda pair: f"({pair[0]})^{pair[1]}"),
+        inner.map(lambda text: f"sqrt({text})"),
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(expression=expressions())
+def test_fuzz_every_grammatical_answer_equals_itself(verifier, expression):
+    assert verifier.verify(rf"\boxed{{{expression}}}", expression).status == "pass"
