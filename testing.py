@@ -15,6 +15,10 @@ seed and turn, that:
 - ``step`` never raises on malformed text (see ``malformed_corpus``), and its verdict agrees
   with ``action_of``; obviously malformed text is invalid in every game;
 - every answer from ``legal_actions`` and from each scripted player is accepted.
+
+``free_text=True`` is for games whose move is the text itself (debate arguments, questions):
+the corpus entries that presume a bracketed answer span (fullwidth look-alikes, empty or
+fullwidth brackets) need only agree with ``action_of``; empty text must still be invalid.
 """
 
 from __future__ import annotations
@@ -162,6 +166,7 @@ def check_game(
     seed: int = 0,
     rules: InvalidMoveRules | None = None,
     options: GameOptions | dict[str, Any] | None = None,
+    free_text: bool = False,
 ) -> CheckReport:
     """Assert that ``game`` keeps the contract over ``matches`` random matches; report on them."""
     game = resolve_game(game, options, rules)
@@ -175,7 +180,7 @@ def check_game(
     for playout in playouts[:CORPUS_MATCHES]:
         for state in playout.states:
             if (role := game.to_act(state)) is not None:
-                _check_corpus(game, state, role)
+                _check_corpus(game, state, role, free_text)
     for name in game.players:
         _check_player(game, name, seed)
     return _report(game, playouts)
@@ -272,12 +277,12 @@ def _check_replay(game: Game, fresh: Game, playout: Playout) -> None:
         )
 
 
-def _check_corpus(game: Game, state: GameState, role: Role) -> None:
+def _check_corpus(game: Game, state: GameState, role: Role, free_text: bool = False) -> None:
     legal = game.legal_actions(state, role)
     for answer in legal:
         if game.action_of(answer, state, role)[0] is None:
             _fail(game, state, f"legal_actions() offers {_show(answer)}, which is rejected")
-    for entry in malformed_corpus(legal[0]):
+    for entry in malformed_corpus(legal[0], free_text):
         valid = _check_verdict(game, state, role, entry.text, _step(game, state, role, entry.text))
         if entry.expect == "like":
             expected = game.action_of(entry.ref, state, role)[0] is not None
@@ -319,6 +324,8 @@ def _report(game: Game, playouts: list[Playout]) -> CheckReport:
 
 # ---- malformed output -------------------------------------------------------------------------
 
+# Malformed only as a bracketed answer; valid free text.
+BRACKETED_ONLY = ("fullwidth look-alike", "empty brackets", "fullwidth brackets")
 HOMOGLYPHS = str.maketrans("aceopxyiAEKMHOPCTX", "асеорхуіАЕКМНОРСТХ")  # Latin -> Cyrillic
 
 
@@ -333,8 +340,11 @@ def fullwidth(text: str) -> str:
     return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
 
 
-def malformed_corpus(legal: str) -> list[CorpusEntry]:
-    """Text a model may write, built around one ``legal`` answer, with what step must do."""
+def malformed_corpus(legal: str, free_text: bool = False) -> list[CorpusEntry]:
+    """Text a model may write, built around one ``legal`` answer, with what step must do.
+
+    With ``free_text``, entries that are only wrong as a bracketed answer need only agree.
+    """
     plain = _junk(string.ascii_lowercase + "      ")
     entries = [
         CorpusEntry("empty", "", "invalid"),
@@ -364,6 +374,11 @@ def malformed_corpus(legal: str) -> list[CorpusEntry]:
     fw_brackets = legal.replace("[", "［").replace("]", "］")
     if fw_brackets != legal:
         entries.append(CorpusEntry("fullwidth brackets", fw_brackets, "invalid"))
+    if free_text:
+        entries = [
+            CorpusEntry(e.label, e.text, "agree") if e.label in BRACKETED_ONLY else e
+            for e in entries
+        ]
     return entries
 
 

@@ -206,6 +206,33 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, default=0, help="seed of the match (deals, dice); default 0")
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from selfplay.core.checkpoint_eval import evaluate_checkpoint
+
+    report = evaluate_checkpoint(args.source, args.metric, args.matches)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    print(f"{report['checkpoint']} ({report['game']})")
+    for key, value in report.items():
+        if key == "opponents":
+            for name, numbers in value.items():
+                shown = ("win_rate", "non_loss_rate", "mean_payoff", "invalid_rate")
+                cells = ", ".join(f"{k} {numbers[k]:.3f}" for k in shown)
+                print(f"  vs {name}: {cells}")
+        elif key not in ("checkpoint", "game"):
+            print(f"  {key}: {value:.4f}")
+    return EXIT_OK
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    add = parser.add_argument
+    add("source", type=Path, metavar="RUN_DIR|CHECKPOINT", help="the policy to measure")
+    add("--metric", choices=["matches", "exploitability"], default="matches")
+    add("--matches", type=int, default=100, help="matches per scripted player (metric matches)")
+
+
 COMMANDS = {
     "run": (cmd_run, "play (and train) a game by self-play", add_run_arguments),
     "games": (cmd_games, "list the games plugins provide", add_games_arguments),
@@ -213,6 +240,7 @@ COMMANDS = {
     "rewards": (cmd_rewards, "list the rewards plugins provide, with their options", add_json),
     "verifiers": (cmd_verifiers, "list the verifiers plugins provide, with options", add_json),
     "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
+    "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
 }
 

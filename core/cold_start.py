@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -137,6 +138,29 @@ def target_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch
     return torch.nn.functional.cross_entropy(
         predicted.reshape(-1, predicted.shape[-1]), labels.reshape(-1), ignore_index=IGNORE
     )
+
+
+def warm_up(policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None]) -> None:
+    """The run's cold start as its config asks, reported through ``say``.
+
+    Games without scripted players (language games) have nothing to copy and skip it.
+    """
+    cs = config.cold_start
+    if not cs.steps:
+        return
+    if not game.players:
+        say(f"cold start: skipped, {game.name} has no scripted players to copy")
+        return
+    report = cold_start(
+        policy,
+        game,
+        cs.steps,
+        players=cs.players,
+        batch_size=cs.batch_size,
+        lr=cs.lr,
+        seed=config.seed,
+    )
+    say(f"cold start: {report}")
 
 
 def cold_start(

@@ -114,6 +114,25 @@ def evaluate(
     return results
 
 
+TASK_SPLITS = ("held_out", "transfer")
+
+
+def task_metrics(game: Game, policy: Policy, limit: int, seed: int = 0) -> dict[str, float]:
+    """``eval/{split}/{name}`` from a game's optional ``evaluate_tasks`` (empty without one).
+
+    Games that generate tasks (proposer/solver games) measure the solver greedily on a fixed
+    bank: the ``held_out`` split never trained on, and a ``transfer`` topic never trained on.
+    """
+    hook = getattr(game, "evaluate_tasks", None)
+    if hook is None:
+        return {}
+    return {
+        f"eval/{split}/{name}": float(value)
+        for split in TASK_SPLITS
+        for name, value in hook(policy, split, limit, seed).items()
+    }
+
+
 def summarise(
     opponent: str,
     policy: Policy,

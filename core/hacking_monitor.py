@@ -35,6 +35,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from selfplay.core.callbacks import Callback, parse_options
+from selfplay.core.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class HackingMonitor(Callback):
     ) -> None:
         opts = self.options
         if opts.reward not in row:
-            raise KeyError(
+            raise ConfigError(
                 f"hacking-monitor: the row has no reward column {opts.reward!r}; set "
                 f"callback_options.hacking-monitor.reward to one of: {', '.join(sorted(row))}."
             )

@@ -22,35 +22,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfplay.core.build import Seats
 from selfplay.core.policy_table import Table, is_tabular, policy_table
 from selfplay.core.rollout import play
 from selfplay.core.snapshots import SnapshotStore
 from selfplay.core.types import Episode
-from selfplay.opponents.base import LEARNER, OpponentSampler, snapshot
+from selfplay.opponents.base import LEARNER, snapshot
 from selfplay.opponents.pool import Pool
 from selfplay.opponents.ratings import Ratings, score_of
 
 
 class League:
-    def __init__(
-        self,
-        trainer: Any,
-        sampler: OpponentSampler,
-        seats: Seats,
-        folder: Path | None,
-        shared_folder: Path,
-        barrier: Any,
-    ) -> None:
-        config = trainer.config
-        self.config, self.game, self.sampler, self.seats = config, trainer.game, sampler, seats
+    def __init__(self, trainer: Any, folder: Path | None, shared_folder: Path) -> None:
+        """``folder``: the run folder on process 0 (None elsewhere); ``shared_folder``: its path
+        on every process."""
+        config = self.config = trainer.config
+        self.game, self.sampler, self.seats = trainer.game, trainer.sampler, trainer.seats
         self.learner = trainer.learner
         self.pool = Pool(size=config.pool.size, scripted=list(config.pool.scripted))
         self.store = SnapshotStore(
             Path(shared_folder) / "pool", self.learner, config.lora.enabled, folder is not None
         )
-        seats.snapshots = self.store
-        self.folder, self.barrier = folder, barrier
+        self.seats.snapshots = self.store
+        self.folder, self.barrier = folder, trainer.fabric.barrier
         self.elo = Ratings()
         self.results: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
         self.tables: dict[str, Table] = {}  # snapshot name -> its policy table

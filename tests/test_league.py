@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from selfplay.core.cli import main
 from selfplay.core.config import build_config
 from selfplay.core.loop import train
 
@@ -65,9 +67,15 @@ def test_every_pool_sampler_trains_on_every_zero_sum_game(tmp_path, game, oppone
     assert (folder / "crossplay.csv").read_text().startswith("holder,opponent,mean_payoff")
 
 
-def test_kuhn_reports_exact_exploitability_of_last_and_average_policies(tmp_path):
+def test_kuhn_reports_exact_exploitability_of_last_and_average_policies(tmp_path, capsys):
     result = train(config_for(tmp_path, game="kuhn-poker", opponent="psro:nash"))
     rows = metrics(result.folder.path)
+    # `selfplay eval` on the final checkpoint measures the same policies again
+    capsys.readouterr()
+    assert main(["eval", str(result.folder.path), "--metric", "exploitability", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for key in ("exploitability/last", "exploitability/pool_average"):
+        assert report[key] == pytest.approx(float(rows[-1][key]), abs=1e-9)
     for key in ("exploitability/last", "exploitability/iterates_average"):
         values = [float(r[key]) for r in rows]
         assert all(0 <= v <= 2 for v in values)  # NashConv/2 of Kuhn is at most 2
@@ -114,3 +122,28 @@ def test_psro_run_resumes_bitwise_after_sigkill(tmp_path):
     assert (tmp_path / "k" / "ratings.csv").read_text() == (
         tmp_path / "s" / "ratings.csv"
     ).read_text()
+
+
+def test_ddp_processes_share_the_pool_and_end_with_identical_weights(tmp_path):
+    digests = tmp_path / "digests"
+    args = [
+        "--game", "rock-paper-scissors", "--opponent", "psro:nash", "--matches", "8",
+        "--cold-start", "0", "--iterations", "2", "--devices", "2", "--strategy", "ddp",
+        "--set", "pool.snapshot_every=1", "--set", "pool.matches_per_pair=2",
+        "--set", "eval.matches=2", "--set", "callbacks=[test-digest]",
+        "--out", str(tmp_path), "--name", "ddp",
+    ]  # fmt: skip
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, str(HELPER), "run", *args],
+        env={**env, "SELFPLAY_TEST_DIGESTS": str(digests)},
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    ranks = sorted(p.read_text() for p in digests.iterdir())
+    assert len(ranks) == 2 and ranks[0] == ranks[1]
+    folder = tmp_path / "ddp"
+    assert sorted(p.name for p in (folder / "pool").iterdir()) == [
+        "snapshot-0.pt", "snapshot-1.pt", "snapshot-2.pt"
+    ]  # fmt: skip
+    assert [int(r["matches"]) for r in metrics(folder)] == [8, 8]

@@ -71,10 +71,12 @@ def test_callback_options_are_checked():
         )
 
 
-def test_a_tiny_run_logs_the_diversity_columns(tmp_path):
+def test_a_tiny_run_logs_the_monitor_columns(tmp_path):
     args = [
         "run", "--game", "tictactoe", "--cold-start", "0", "--iterations", "2", "--matches", "4",
-        "--set", "eval.matches=2", "--set", "callbacks=[diversity]", "--seed", "1",
+        "--set", "eval.matches=2", "--set", "eval.every=1", "--seed", "1",
+        "--set", "callbacks=[diversity,hacking-monitor]",
+        "--set", "callback_options.hacking-monitor.metric=eval/random/win_rate",
         "--out", str(tmp_path), "--name", "d",
     ]  # fmt: skip
     assert main(args) == 0
@@ -84,6 +86,7 @@ def test_a_tiny_run_logs_the_diversity_columns(tmp_path):
     for row in rows:
         for column in ("distinct_1", "distinct_2", "duplicate_rate"):
             assert 0.0 <= float(row[f"diversity/player_0/{column}"]) <= 1.0
+        assert row["monitor/hacking"] == "0.0"  # a window of 5 evaluations is not full yet
 
 
 # ---- hacking monitor ---------------------------------------------------------------------
@@ -154,7 +157,7 @@ def test_reward_between_evaluations_is_averaged():
 
 
 def test_a_missing_reward_column_is_named():
-    with pytest.raises(KeyError, match="no reward column 'score'"):
+    with pytest.raises(ConfigError, match="no reward column 'score'"):
         feed(HackingMonitor(reward="score"), None, [{"mean_reward": 1.0}])
 
 

@@ -194,11 +194,12 @@ def test_hostile_programs_never_escape(verifier, tmp_path, monkeypatch):
 
 def test_no_process_or_folder_is_left_behind(verifier):
     folders_before = sandbox_folders()
+    children_before = set(my_children())  # e.g. another test's long-lived math worker
     verifier.verify(
         "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()", TESTS
     )
     assert sandbox_processes() == []
-    assert my_children() == []
+    assert set(my_children()) <= children_before
     assert sandbox_folders() <= folders_before
 
 

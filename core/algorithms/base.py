@@ -44,6 +44,14 @@ class Estimator(ABC):
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
         """One advantage per sample, in order."""
 
+    def bind(self, game: str, roles: Sequence[str]) -> None:
+        """Told once, before training, which game and roles the samples will come from.
+
+        Statistics reduced across processes must be reduced in the same order on every
+        process, even by one whose share of the matches lacks a role: keep to this list.
+        """
+        del game, roles
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 

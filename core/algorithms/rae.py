@@ -28,14 +28,24 @@ class RAE(Estimator):
         self.decay = decay
         self.drop_zero = drop_zero
         self.baselines: dict[str, float] = {}
+        self.keys: list[str] = []  # every game/role key, from `bind`: the same on every process
+
+    def bind(self, game: str, roles: Sequence[str]) -> None:
+        self.keys = [f"{game}/{role}" for role in roles]
 
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
-        keys = sorted({f"{s.game}/{s.role}" for s in samples})
+        present = {f"{s.game}/{s.role}" for s in samples}
+        keys = self.keys + sorted(present - set(self.keys))
         rewards = rewards_tensor(samples)
+        sums = []
         for key in keys:
-            mine = torch.tensor([f"{s.game}/{s.role}" == key for s in samples])
-            total = reduce(torch.stack([rewards[mine].sum(), mine.sum().double()]))
-            mean = (total[0] / total[1]).item()
+            mine = torch.tensor([f"{s.game}/{s.role}" == key for s in samples], dtype=torch.bool)
+            sums.append(torch.stack([rewards[mine].sum(), mine.sum().double()]))
+        totals = reduce(torch.stack(sums)) if sums else torch.zeros(0, 2)
+        for key, (total, count) in zip(keys, totals.tolist(), strict=True):
+            if count == 0:
+                continue  # no process played this role: its baseline stays
+            mean = total / count
             previous = self.baselines.get(key)
             # the first batch sets the baseline, so early advantages are not all one sign
             self.baselines[key] = (
