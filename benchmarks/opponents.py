@@ -8,6 +8,7 @@ iteration. Writes one CSV of every run's curve and, when matplotlib is installed
     python benchmarks/opponents.py                                  # Kuhn, 4 samplers, 5 min each
     python benchmarks/opponents.py --game rock-paper-scissors --minutes 2
     python benchmarks/opponents.py --samplers latest mmd psro:nash  # 'mmd' = latest + moving KL
+    python benchmarks/opponents.py --out DIR --samplers ... --collect  # tabulate runs in DIR
 
 `mmd` is mirror self-play with a KL pull toward a reference that trails the policy
 (train.reference_update), the magnetic-mirror-descent option.
@@ -55,8 +56,11 @@ def run(game: str, label: str, args: argparse.Namespace, out: Path) -> list[dict
         },
         [*COMMON, f"cold_start.steps={COLD_START.get(game, 200)}", *extra, *args.set],
     )
-    result = train(config)
-    with open(result.folder.path / "metrics.csv", newline="") as handle:
+    return read_metrics(train(config).folder.path)
+
+
+def read_metrics(folder: Path) -> list[dict[str, str]]:
+    with open(folder / "metrics.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -111,11 +115,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--set", action="append", default=[], help="any RunConfig KEY=VALUE")
+    parser.add_argument(
+        "--collect", action="store_true", help="only tabulate and plot finished runs in --out"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     args.set.append(f"threads={args.threads}")
     out = args.out or Path(tempfile.mkdtemp(prefix="selfplay-opponents-"))
-    curves = {label: run(args.game, label, args, out) for label in args.samplers}
+    if args.collect:
+        curves = {label: read_metrics(out / label.replace(":", "-")) for label in args.samplers}
+    else:
+        curves = {label: run(args.game, label, args, out) for label in args.samplers}
     table = out / f"opponents-{args.game}.csv"
     with open(table, "w", newline="") as handle:
         writer = csv.writer(handle)

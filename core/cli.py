@@ -169,7 +169,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     folder = render_game_plugin(args.name, args.dir)
     print(f"Created {folder}. Next:")
-    print(f"  pip install {folder}")
+    # a bare name would make pip look on the package index: show a path
+    print(f"  pip install {folder if folder.is_absolute() else f'./{folder}'}")
     print(f"  selfplay run --game {args.name}")
     print("The game, its README and its tests are yours to change; docs/plugins.md guides you.")
     return EXIT_OK

@@ -151,6 +151,7 @@ def warm_up(policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None
     if not game.players:
         say(f"cold start: skipped, {game.name} has no scripted players to copy")
         return
+    say(f"cold start: {cs.steps} supervised steps on transcripts of {', '.join(cs.players)} ...")
     report = cold_start(
         policy,
         game,

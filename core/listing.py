@@ -53,17 +53,7 @@ def rewards() -> list[dict[str, Any]]:
 
 
 def rewards_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="rewards (combine: --reward 'outcome=1+format=0.1')", show_lines=True)
-    for header in ("name", "description and options", "plugin"):
-        table.add_column(header)
-    for row in rows:
-        options = "\n".join(
-            f"  {name} = {'(required)' if opt['required'] else repr(opt['default'])}: "
-            f"{opt['description']}"
-            for name, opt in row["options"].items()
-        )
-        table.add_row(row["name"], f"{row['description']}\n{options}".strip(), row["plugin"])
-    return table
+    return options_table("rewards (combine: --reward 'outcome=1+format=0.1')", rows)
 
 
 def verifiers() -> list[dict[str, Any]]:
@@ -96,7 +86,12 @@ def registered_info(entry: Any) -> dict[str, Any]:
 
 
 def verifiers_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="verifiers (verdicts: pass / fail / timeout / error)", show_lines=True)
+    return options_table("verifiers (verdicts: pass / fail / timeout / error)", rows)
+
+
+def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """Registered factories with their one-line doc and options, one row each."""
+    table = Table(title=title, show_lines=True)
     for header in ("name", "description and options", "plugin"):
         table.add_column(header)
     for row in rows:

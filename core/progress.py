@@ -67,6 +67,12 @@ class RunDisplay:
         from selfplay.core.evaluate import summary_table
 
         self.progress.stop()
+        if not before and not after:
+            self.console.print(
+                f"{self.config.game} has no scripted players to evaluate against; "
+                "metrics.csv holds the rewards per role (reward/<term>/<role>)."
+            )
+            return
         self.console.print(summary_table(before, after))
 
     def __exit__(self, *exc: object) -> None:
