@@ -122,18 +122,25 @@ class Judge(Reward):
         ]
 
     def _pairwise(self, episodes: Sequence[Episode]) -> list[RoleScores]:
-        first, second = self._pair()
-        extra = {"first": first, "second": second}
-        answers = self._ask([(ep, self._transcript_prompt(ep, **extra), 0) for ep in episodes])
+        """Which side is "A" is drawn per match from its seed: judges favour a position."""
+        pair = self._pair()
+        sides = [pair if random.Random(f"judge-sides-{ep.seed}").random() < 0.5 else pair[::-1]
+                 for ep in episodes]  # fmt: skip
+        answers = self._ask(
+            [
+                (ep, self._transcript_prompt(ep, first=a, second=b), 0)
+                for ep, (a, b) in zip(episodes, sides, strict=True)
+            ]
+        )
         results: list[RoleScores] = []
-        for ep, text in zip(episodes, answers, strict=True):
+        for ep, (a, b), text in zip(episodes, sides, answers, strict=True):
             winner = prompts.parse_winner(text)
             scores: RoleScores = dict.fromkeys(ep.seats)
             if winner is None:
                 self._counts["unparsable"] += 1
             else:
                 sign = {"A": 1.0, "B": -1.0, "tie": 0.0}[winner]
-                scores.update({first: sign, second: -sign})
+                scores.update({a: sign, b: -sign})
             results.append(scores)
         return results
 

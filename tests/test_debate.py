@@ -72,14 +72,20 @@ def test_judge_defaults_to_pairwise_and_pays_plus_minus_one():
     judge = pipeline.components[0].reward
     assert (judge.mode, judge.scope) == ("pairwise", "transcript")
     episodes = play(game, [dict.fromkeys(game.roles, MockPolicy(["An argument."]))] * 2, [1, 2])
-    answers = iter(["Winner: A", "Winner: B", "Score: 7", "no score"])
-    models = lambda name, max_new_tokens=None: MockPolicy(lambda _r: next(answers))  # noqa: E731
+    quality = iter(["Score: 7", "no score"])
+
+    def answer(request):  # the judge always prefers pro, whichever side it is shown as
+        prompt = request.messages[0].content
+        if "Winner:" in prompt:
+            return "Winner: A" if "A (pro)" in prompt else "Winner: B"
+        return next(quality)
+
+    models = lambda name, max_new_tokens=None: MockPolicy(answer)  # noqa: E731
     pipeline.bind(RewardContext(game=game, policy=models))
     scores = pipeline(episodes)
-    assert scores[0].parts["judge"].roles == {"pro": 1.0, "con": -1.0}
-    assert scores[1].parts["judge"].roles == {"pro": -1.0, "con": 1.0}
+    assert [s.parts["judge"].roles for s in scores] == [{"pro": 1.0, "con": -1.0}] * 2
     assert scores[0].roles == {"pro": 2.0, "con": 0.0}  # + quality 7/7 to both
-    assert scores[1].roles == {"pro": -1.0, "con": 1.0}  # quality unreadable: masked
+    assert scores[1].roles == {"pro": 1.0, "con": -1.0}  # quality unreadable: masked
 
 
 def test_user_reward_options_override_the_game_defaults():

@@ -90,10 +90,12 @@ def test_turn_judge_scores_each_turn_of_its_role():
 
 
 def test_pairwise_judge_is_zero_sum_and_masks_unreadable_verdicts():
-    judge, _ = bound(Judge(mode="pairwise"), ["Winner: B", "winner: tie", "A wins, clearly"])
+    judge, models = bound(Judge(mode="pairwise"), ["Winner: B", "winner: tie", "A wins, clearly"])
     scores = judge([episode(0), episode(1), episode(2)])
+    side_b = "player_1" if "A (player_0)" in prompts_of(models)[0] else "player_0"
+    side_a = ({"player_0", "player_1"} - {side_b}).pop()
     assert scores == [
-        {"player_0": -1.0, "player_1": 1.0},
+        {side_a: -1.0, side_b: 1.0},
         {"player_0": 0.0, "player_1": 0.0},
         {"player_0": None, "player_1": None},
     ]
@@ -184,3 +186,14 @@ def test_run_logs_every_reward_component_per_role(tmp_path):
     ]
     assert float(row["reward/format/player_0"]) == pytest.approx(sum(formats) / len(formats))
     assert row["reward/outcome/player_1"] != ""
+
+
+def test_pairwise_judge_draws_which_side_is_a_from_the_seed():
+    # judges favour a position: neither role may always be shown as "A"
+    judge, models = bound(Judge(mode="pairwise"), ["Winner: A"])
+    scores = judge([episode(seed) for seed in range(12)])
+    a_roles = {"player_0" if "A (player_0)" in p else "player_1" for p in prompts_of(models)}
+    assert a_roles == {"player_0", "player_1"}
+    for prompt, score in zip(prompts_of(models), scores, strict=True):
+        a_role = "player_0" if "A (player_0)" in prompt else "player_1"
+        assert score[a_role] == 1.0  # the verdict follows the side, not the position
