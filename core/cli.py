@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -110,44 +111,33 @@ def cmd_games(args: argparse.Namespace) -> int:
         names = family_members("textarena")
         print(json.dumps(names, indent=2) if args.json else "\n".join(names))
         return EXIT_OK
-    rows = games()
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-    else:
-        Console().print(games_table(rows))
-    return EXIT_OK
+    return _listing(args, games(), games_table)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     from selfplay.core.listing import plugins, plugins_table
 
-    rows = plugins()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    else:
-        Console().print(plugins_table(rows))
-    return EXIT_OK
+    return _listing(args, plugins(), plugins_table)
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
     from selfplay.core.listing import rewards, rewards_table
 
-    rows = rewards()
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-    else:
-        Console().print(rewards_table(rows))
-    return EXIT_OK
+    return _listing(args, rewards(), rewards_table)
 
 
 def cmd_verifiers(args: argparse.Namespace) -> int:
     from selfplay.core.listing import verifiers, verifiers_table
 
-    rows = verifiers()
+    return _listing(args, verifiers(), verifiers_table)
+
+
+def _listing(args: argparse.Namespace, rows: list, table: Callable[[list], Any]) -> int:
+    """Print what a listing command found: JSON with --json, else a rich table."""
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
     else:
-        Console().print(verifiers_table(rows))
+        Console().print(table(rows))
     return EXIT_OK
 
 
