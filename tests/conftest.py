@@ -17,3 +17,32 @@ def fresh_plugins(monkeypatch):
     manager.reset()
     yield
     manager.reset()
+
+
+@pytest.fixture
+def kill_at_iteration(tmp_path):
+    """Start ``selfplay run ARGS`` in a process and SIGKILL it once it reaches ``iteration``."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    helper = Path(__file__).parent / "helpers" / "run_selfplay.py"
+
+    def kill(args: list[str], iteration: int = 2) -> None:
+        marker = tmp_path / f"stalled-{time.monotonic_ns()}"
+        stall = {"SELFPLAY_TEST_STALL_AT": str(iteration), "SELFPLAY_TEST_MARKER": str(marker)}
+        process = subprocess.Popen(
+            [sys.executable, str(helper), "run", *args, "--set", "callbacks=[test-stall]"],
+            env={**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1", **stall},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.time() + 300
+        while not marker.exists() and time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert marker.exists(), f"the run never reached iteration {iteration}"
+
+    return kill

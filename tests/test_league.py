@@ -5,10 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -84,7 +82,7 @@ def test_kuhn_reports_exact_exploitability_of_last_and_average_policies(tmp_path
     assert sigma and abs(sum(float(rows[-1][k] or 0) for k in sigma) - 1) < 1e-6
 
 
-def test_psro_run_resumes_bitwise_after_sigkill(tmp_path):
+def test_psro_run_resumes_bitwise_after_sigkill(tmp_path, kill_at_iteration):
     args = [
         "--game", "kuhn-poker", "--opponent", "psro:nash", "--matches", "8", "--seed", "5",
         "--cold-start", "5", "--set", "cold_start.batch_size=16", "--set", "eval.matches=2",
@@ -98,19 +96,7 @@ def test_psro_run_resumes_bitwise_after_sigkill(tmp_path):
     )  # fmt: skip
     assert straight.returncode == 0, straight.stderr
 
-    marker = tmp_path / "stalled"
-    stall = {"SELFPLAY_TEST_STALL_AT": "2", "SELFPLAY_TEST_MARKER": str(marker)}
-    killed = subprocess.Popen(
-        [sys.executable, str(HELPER), "run", *args, "--set", "callbacks=[test-stall]",
-         "--out", str(tmp_path), "--name", "k"],
-        env={**env, **stall}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.time() + 300
-    while not marker.exists() and time.time() < deadline and killed.poll() is None:
-        time.sleep(0.1)
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
-    assert marker.exists(), "the run never reached iteration 2"
+    kill_at_iteration([*args, "--out", str(tmp_path), "--name", "k"])
     resumed = subprocess.run(
         [sys.executable, str(HELPER), "run", "--resume", str(tmp_path / "k"), "--iterations", "3"],
         env=env, capture_output=True, text=True, timeout=600,

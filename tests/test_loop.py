@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import csv
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
@@ -45,24 +43,11 @@ def test_run_folder_holds_config_metrics_episodes_checkpoints(tmp_path):
     assert "win rate" in out.stderr  # the before/after table
 
 
-def test_resume_after_sigkill_is_bitwise_equal(tmp_path):
+def test_resume_after_sigkill_is_bitwise_equal(tmp_path, kill_at_iteration):
     straight = selfplay("run", *TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
     assert straight.returncode == 0, straight.stderr
 
-    marker = tmp_path / "stalled"
-    env = {"SELFPLAY_TEST_STALL_AT": "2", "SELFPLAY_TEST_MARKER": str(marker)}
-    args = [*TINY, "--iterations", "3", "--set", "callbacks=[test-stall]"]
-    killed = subprocess.Popen(
-        [sys.executable, str(HELPER), "run", *args, "--out", str(tmp_path), "--name", "k"],
-        env={**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1", **env},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.time() + 300
-    while not marker.exists() and time.time() < deadline and killed.poll() is None:
-        time.sleep(0.1)
-    killed.send_signal(signal.SIGKILL)
-    killed.wait()
-    assert marker.exists(), "the run never reached iteration 2"
+    kill_at_iteration([*TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "k"])
 
     resumed = selfplay("run", "--resume", str(tmp_path / "k"), "--iterations", "3")
     assert resumed.returncode == 0, resumed.stderr
