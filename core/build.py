@@ -54,7 +54,10 @@ def build_learner(config: RunConfig) -> Policy:
     if path.is_dir():
         from selfplay.core.hf_policy import HFPolicy
 
-        return HFPolicy.from_pretrained(path, **options)
+        try:
+            return HFPolicy.from_pretrained(path, **options)
+        except ImportError as err:  # an attention kernel or dtype this machine lacks
+            raise ConfigError(str(err)) from None
     raise ConfigError(
         f"Model {config.model!r} is neither a registered model "
         f"({', '.join(sorted(models.entries))}) nor a local Hugging Face model folder. "

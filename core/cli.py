@@ -69,7 +69,13 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
         sections["cold_start"] = {"steps": args.cold_start}
     if args.eval_every is not None:
         sections["eval"] = {"every": args.eval_every}
-    hardware = {k: v for k, v in (("devices", args.devices), ("strategy", args.strategy)) if v}
+    given = (
+        ("accelerator", args.accelerator),
+        ("devices", args.devices),
+        ("strategy", args.strategy),
+        ("precision", args.precision),
+    )
+    hardware = {k: v for k, v in given if v}
     if hardware:
         sections["hardware"] = hardware
     if args.lora:
@@ -92,7 +98,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--resume", type=Path, help="run folder to continue (--iterations is the new total)")
     add("--cold-start", type=int, metavar="STEPS", help="supervised warm-up steps first")
     add("--eval-every", type=int, metavar="N", help="evaluate every N iterations")
+    add("--accelerator", help="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps")
     add("--devices", type=int, help="processes/devices (Lightning Fabric)")
+    add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
     add("--strategy", help="auto, ddp, deepspeed_stage_2, deepspeed_stage_3, ...")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
     add("--config", type=Path, help="YAML file of config keys")

@@ -84,7 +84,9 @@ class HardwareConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    accelerator: str = Field(default="cpu", description="cpu, cuda, gpu, mps or auto.")
+    accelerator: str = Field(
+        default="auto", description="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps."
+    )
     devices: int = Field(default=1, ge=1, description="Processes / devices.")
     strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
     precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")

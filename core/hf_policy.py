@@ -102,11 +102,31 @@ class HFPolicy(Policy):
 
     @classmethod
     def from_pretrained(
-        cls, path: str | Path, *, dtype: Any = None, device: str | None = None, **options: Any
+        cls,
+        path: str | Path,
+        *,
+        dtype: Any = None,
+        device: str | None = None,
+        attn_implementation: str | None = None,
+        **options: Any,
     ) -> HFPolicy:
-        """Load a local model folder (or an already-cached hub name); never downloads."""
+        """Load a local model folder (or an already-cached hub name); never downloads.
+
+        ``attn_implementation`` is passed to Hugging Face (``sdpa``, ``eager``,
+        ``flash_attention_2``); None keeps the model's default.
+        """
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                path, local_files_only=True, dtype=dtype, **extra
+            )
+        except ImportError as err:
+            raise ImportError(
+                f"model_options.attn_implementation={attn_implementation!r} cannot be used "
+                f"here ({err}). flash_attention_2 needs a CUDA GPU and the flash-attn package "
+                "(pip install 'selfplay-rl[gpu]'); 'sdpa' needs nothing extra."
+            ) from err
         if device is not None:
             model = model.to(device)
         model.eval()

@@ -36,6 +36,7 @@ from selfplay.core.cold_start import warm_up
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.episode_log import write_episodes
 from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
+from selfplay.core.hardware import build_fabric, gradient_clipper
 from selfplay.core.league import League
 from selfplay.core.lora import (
     adapter_state_dict,
@@ -50,7 +51,7 @@ from selfplay.core.samples import episode_samples
 from selfplay.core.seating import seat_matches
 from selfplay.core.stats import episode_metrics
 from selfplay.core.types import Episode
-from selfplay.core.update import Updater, pull_reference
+from selfplay.core.update import Updater, check_reference, pull_reference
 from selfplay.opponents.base import LEARNER
 from selfplay.rewards.base import RewardContext
 
@@ -73,10 +74,7 @@ class TrainResult:
 
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
-    hw = config.hardware
-    fabric = L.Fabric(
-        accelerator=hw.accelerator, devices=hw.devices, strategy=hw.strategy, precision=hw.precision
-    )
+    fabric = build_fabric(config)
     fabric.launch()
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -119,23 +117,20 @@ class Trainer:
         config, learner = self.config, self.learner
         if config.lora.enabled:
             learner.model = apply_lora(learner.model, config.lora, self.game.roles)
+        learner.model = learner.model.to(self.fabric.device)  # the cold start trains there too
         if not resuming:
             warm_up(learner, self.game, config, self._say)
-        self.reference = None
         needs_reference = config.train.kl_coef > 0 or "reference" in self.reward.models
-        if config.train.reference_update and config.lora.enabled:
-            raise ConfigError(
-                "train.reference_update moves a copy of the weights, but under LoRA the "
-                "reference is the base with adapters off; set train.reference_update=0."
-            )
-        if needs_reference and not config.lora.enabled:
-            self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
+        check_reference(config, needs_reference)
         params = [p for p in learner.model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(
             params, lr=config.train.lr, weight_decay=config.train.weight_decay
         )
         model, optimizer = self.fabric.setup(learner.model, optimizer)
         learner.model = model.module  # generation runs on the plain module; weights are shared
+        self.reference = None
+        if needs_reference and not config.lora.enabled:  # a copy on the device, in its precision
+            self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
         self.model, self.optimizer = model, optimizer
         self.updater = Updater(
             model=model,
@@ -143,7 +138,7 @@ class Trainer:
             config=config.train,
             pad_id=learner.pad_id,
             backward=self.fabric.backward,
-            clip_gradients=self.fabric.clip_gradients,
+            clip_gradients=gradient_clipper(self.fabric, config.hardware.strategy),
             reference=(lambda: reference_logits_context(model.module))
             if config.lora.enabled
             else None,
@@ -262,7 +257,9 @@ class Trainer:
         limit = self.config.minutes
         if limit is None:
             return False
-        late = torch.tensor(float(time.perf_counter() - self.started > limit * 60))
+        late = torch.tensor(
+            float(time.perf_counter() - self.started > limit * 60), device=self.fabric.device
+        )
         return bool(self.fabric.broadcast(late, src=0).item())
 
     def _trains(self, role: str, iteration: int) -> bool:
@@ -272,14 +269,16 @@ class Trainer:
     def _sum(self, tensor: torch.Tensor) -> torch.Tensor:
         if self.fabric.world_size == 1:
             return tensor
-        return self.fabric.all_reduce(tensor.float(), reduce_op="sum").double()
+        # NCCL reduces only tensors on the GPU; the statistics live on the CPU
+        total = self.fabric.all_reduce(tensor.float().to(self.fabric.device), reduce_op="sum")
+        return total.cpu().double()
 
     def _minibatches(self, count: int) -> int:
         """Optimiser steps this iteration: equal on every process (collective backward)."""
         size = self.config.train.minibatch_size
         fewest = count
         if self.fabric.world_size > 1:
-            counts = self.fabric.all_gather(torch.tensor(count))
+            counts = self.fabric.all_gather(torch.tensor(count, device=self.fabric.device))
             fewest = int(counts.min())
         return 0 if fewest == 0 else -(-fewest // size)
 

@@ -62,6 +62,7 @@ def save_tiny(path: str | Path, seed: int = 0, **overrides: Any) -> Path:
     """Write a fresh tiny model and tokenizer to ``path`` as a Hugging Face folder."""
     path = Path(path)
     model, tokenizer = build_tiny(seed, **overrides)
+    tokenizer.model_max_length = model.config.max_position_embeddings
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -11,12 +11,13 @@ import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from selfplay.core.algorithms.base import Sample
 from selfplay.core.algorithms.policy_gradient import LossTerms, policy_gradient_loss, score
-from selfplay.core.config import TrainConfig
+from selfplay.core.config import ConfigError, TrainConfig
 
 
 @dataclass
@@ -129,16 +130,18 @@ class Updater:
         prompts = [s.prompt_ids for s in batch]
         actions = [s.token_ids for s in batch]
         current = score(self.model, prompts, actions, self.pad_id, self.temperature)
+        device = current.logp.device
         if fresh:  # one epoch: the rollout policy is the current one; ratio exactly 1
             old = current.logp.detach()
         else:
-            old = _padded([s.logprobs for s in batch], current.logp.shape)
+            old = _padded([s.logprobs for s in batch], current.logp.shape).to(device)
         scale = self.config.role_lr_scale
+        weights = [scale.get(s.role, 1.0) for s in batch]
         return policy_gradient_loss(
             current,
             old,
-            torch.tensor(advantages, dtype=torch.float32),
-            torch.tensor([scale.get(s.role, 1.0) for s in batch], dtype=torch.float32),
+            torch.tensor(advantages, dtype=torch.float32, device=device),
+            torch.tensor(weights, dtype=torch.float32, device=device),
             clip=self.config.clip,
             ref_logp=self._reference_logp(prompts, actions),
             kl_coef=self.config.kl_coef,
@@ -213,3 +216,24 @@ def pull_reference(reference: torch.nn.Module, model: torch.nn.Module, rate: flo
     """
     for ref, current in zip(reference.parameters(), model.parameters(), strict=True):
         ref.lerp_(current.detach(), rate)
+
+
+def check_reference(config: Any, needed: bool) -> None:
+    """Refuse reference set-ups that cannot work, before any training time is spent.
+
+    Without LoRA the reference is a frozen copy of the weights. DeepSpeed stage 3 shards the
+    parameters across processes, so a plain copy would hold empty shards; under LoRA the
+    reference is the base with adapters off and needs no copy.
+    """
+    lora = config.lora.enabled
+    if config.train.reference_update and lora:
+        raise ConfigError(
+            "train.reference_update moves a copy of the weights, but under LoRA the "
+            "reference is the base with adapters off; set train.reference_update=0."
+        )
+    if needed and not lora and "stage_3" in config.hardware.strategy:
+        raise ConfigError(
+            f"hardware.strategy={config.hardware.strategy} shards the weights, so the KL "
+            "reference cannot be a copy of them; add --lora (the reference is then the base "
+            "with adapters off) or set train.kl_coef=0."
+        )

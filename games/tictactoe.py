@@ -30,6 +30,11 @@ class TicTacToeOptions(GameOptions):
     max_turns: int = Field(
         default=9, ge=1, le=9, description="Moves before a draw (9 = full board)."
     )
+    compact: bool = Field(
+        default=False,
+        description="Ask with only the board and your mark ('x1o|345|678 o'): about 2.5x "
+        "fewer tokens per turn for a small model that cannot read the sentence anyway.",
+    )
 
 
 class TicTacToeState(GameState):
@@ -94,6 +99,8 @@ class TicTacToe(Game):
 
     def prompt(self, state: TicTacToeState, role: Role) -> list[Message]:
         board = render(state.board)
+        if self.options.compact:
+            return [Message("system", RULES), Message("user", f"{board} {MARKS[role]}")]
         return [
             Message("system", RULES),
             Message("user", f"Board {board}. You are {MARKS[role]}. Your move?"),

@@ -54,14 +54,16 @@ def score(
     with_entropy: bool = True,
 ) -> Scored:
     """Log-probabilities (and entropies) of each action token given its prompt."""
-    ids, attention, starts = pack(prompts, actions, pad_id)
+    device = next(model.parameters()).device
+    ids, attention, starts = (t.to(device) for t in pack(prompts, actions, pad_id))
     width = max(len(a) for a in actions)
     logits = model(input_ids=ids, attention_mask=attention).logits.float() / temperature
     # the logit at position j predicts token j + 1: action token k sits at start + k
-    offsets = torch.arange(width)
+    offsets = torch.arange(width, device=device)
     positions = (starts[:, None] - 1 + offsets[None, :]).clamp(max=ids.shape[1] - 2)
-    mask = offsets[None, :] < torch.tensor([len(a) for a in actions])[:, None]
-    rows = torch.arange(len(prompts))[:, None]
+    lengths = torch.tensor([len(a) for a in actions], device=device)
+    mask = offsets[None, :] < lengths[:, None]
+    rows = torch.arange(len(prompts), device=device)[:, None]
     chosen_logits = logits[rows, positions]  # [B, T, vocab]
     targets = ids[rows, positions + 1]
     logprobs = F.log_softmax(chosen_logits, dim=-1)

@@ -1,0 +1,59 @@
+"""Where a run trains: the Lightning Fabric built from the config's ``hardware`` section.
+
+Two choices are ours rather than Lightning's. ``accelerator=auto`` means CUDA when a GPU is
+visible and the CPU otherwise (Lightning's own ``auto`` would also pick Apple's ``mps``,
+which this project does not test). Under DeepSpeed, gradients are clipped inside its
+optimizer step (``gradient_clipping`` in its config, set from ``train.max_grad_norm``), so
+the update must not clip them again through Fabric, which refuses to under DeepSpeed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import lightning as L
+import torch
+
+from selfplay.core.config import ConfigError, RunConfig
+
+
+def build_fabric(config: RunConfig) -> L.Fabric:
+    hw = config.hardware
+    accelerator = hw.accelerator
+    if accelerator == "auto":
+        accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+    strategy: Any = hw.strategy
+    if is_deepspeed(hw.strategy):
+        _check_deepspeed(hw.strategy, accelerator)
+        from lightning.fabric.strategies import STRATEGY_REGISTRY
+
+        strategy = STRATEGY_REGISTRY.get(hw.strategy)
+        strategy.config.setdefault("gradient_clipping", config.train.max_grad_norm)
+    return L.Fabric(
+        accelerator=accelerator, devices=hw.devices, strategy=strategy, precision=hw.precision
+    )
+
+
+def _check_deepspeed(strategy: str, accelerator: str) -> None:
+    if accelerator != "cuda":
+        raise ConfigError(
+            f"hardware.strategy={strategy} runs on CUDA GPUs only, and this run's accelerator "
+            f"is {accelerator}; use --strategy ddp for several CPU processes."
+        )
+    if importlib.util.find_spec("deepspeed") is None:
+        raise ConfigError(
+            f"hardware.strategy={strategy} needs the deepspeed package, which is not "
+            "installed: pip install 'selfplay-rl[gpu]'."
+        )
+
+
+def is_deepspeed(strategy: str) -> bool:
+    return strategy.startswith("deepspeed")
+
+
+def gradient_clipper(fabric: L.Fabric, strategy: str) -> Any:
+    """``clip(module, optimizer, max_norm=)`` returning the norm; NaN where DeepSpeed clips."""
+    if not is_deepspeed(strategy):
+        return fabric.clip_gradients
+    return lambda module, optimizer, max_norm: torch.tensor(float("nan"))

@@ -1,0 +1,66 @@
+"""Hardware choices that a CPU machine can check: the accelerator, DeepSpeed's guard rails,
+and an attention kernel that is not installed. The GPU paths themselves run in
+benchmarks/gpu_check.py on a CUDA machine."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from selfplay.core.cli import main
+from selfplay.core.config import ConfigError, build_config
+from selfplay.core.hardware import build_fabric, gradient_clipper
+from selfplay.core.tiny import save_tiny
+
+
+def test_auto_accelerator_is_cuda_only_when_a_gpu_is_visible():
+    fabric = build_fabric(build_config(None, {}, []))
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert fabric.device.type == expected
+
+
+def test_deepspeed_on_the_cpu_is_refused_with_the_fix():
+    config = build_config(None, {}, ["hardware.accelerator=cpu", "hardware.strategy=deepspeed"])
+    with pytest.raises(ConfigError, match=r"CUDA GPUs only.*--strategy ddp"):
+        build_fabric(config)
+
+
+def test_deepspeed_strategy_skips_fabric_clipping():
+    fabric = build_fabric(build_config(None, {}, ["hardware.accelerator=cpu"]))
+    assert gradient_clipper(fabric, "ddp") == fabric.clip_gradients
+    norm = gradient_clipper(fabric, "deepspeed_stage_2")(None, None, max_norm=1.0)
+    assert torch.isnan(norm)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("flash_attn") is not None, reason="flash-attn is installed here"
+)
+def test_missing_attention_kernel_exits_2_naming_the_package(tmp_path, capsys):
+    model = save_tiny(tmp_path / "model", num_hidden_layers=1)
+    code = main(
+        [
+            "run",
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "runs"),
+            "--iterations",
+            "1",
+            "--set",
+            "model_options.attn_implementation=flash_attention_2",
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "flash_attention_2" in err and "selfplay-rl[gpu]" in err
+
+
+def test_reference_copy_refused_under_deepspeed_stage_3():
+    from selfplay.core.update import check_reference
+
+    config = build_config(None, {}, ["hardware.strategy=deepspeed_stage_3"])
+    with pytest.raises(ConfigError, match="--lora"):
+        check_reference(config, needed=True)
+    check_reference(config, needed=False)
