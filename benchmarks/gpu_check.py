@@ -77,7 +77,7 @@ def checks(out: Path, wide: Path) -> list[Check]:
         ),
         Check(
             "lora",
-            "150M model, LoRA adapters, bf16-true, reference = adapters off",
+            "150M model, LoRA adapters, bf16-true, reference = cold-start adapters swapped in",
             [*SELFPLAY, *common, "--name", "lora", "--model", str(wide), "--lora",
              "--precision", "bf16-true", "--iterations", "3", "--matches", "128",
              "--cold-start", "50", *QUIET],
@@ -107,6 +107,15 @@ def checks(out: Path, wide: Path) -> list[Check]:
             [*SELFPLAY, "--resume", str(runs / "ds"), "--iterations", "3"],
             expect_rc=(0,) if deepspeed else (1, 2),
             run_name="ds",
+        ),
+        Check(
+            "deepspeed-lora",
+            "150M model, DeepSpeed ZeRO stage 2 with LoRA adapters, bf16-mixed",
+            [*SELFPLAY, *common, "--name", "dslora", "--model", str(wide), "--lora",
+             "--strategy", "deepspeed_stage_2", "--precision", "bf16-mixed", "--iterations",
+             "2", "--matches", "64", "--cold-start", "20", *QUIET],
+            expect_rc=(0,) if deepspeed else (1, 2),
+            run_name="dslora",
         ),
         Check(
             "flash-attention-2",

@@ -101,7 +101,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--accelerator", help="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps")
     add("--devices", type=int, help="processes/devices (Lightning Fabric)")
     add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
-    add("--strategy", help="auto, ddp, deepspeed_stage_2, deepspeed_stage_3, ...")
+    add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
     add("--config", type=Path, help="YAML file of config keys")
     add(

@@ -2,9 +2,11 @@
 
 Two choices are ours rather than Lightning's. ``accelerator=auto`` means CUDA when a GPU is
 visible and the CPU otherwise (Lightning's own ``auto`` would also pick Apple's ``mps``,
-which this project does not test). Under DeepSpeed, gradients are clipped inside its
-optimizer step (``gradient_clipping`` in its config, set from ``train.max_grad_norm``), so
-the update must not clip them again through Fabric, which refuses to under DeepSpeed.
+which this project does not test). DeepSpeed runs ZeRO stages 1 and 2; stage 3 is refused
+(it shards the weights that checkpoints and the KL reference read whole). Under DeepSpeed,
+gradients are clipped inside its optimizer step (``gradient_clipping`` in its config, set
+from ``train.max_grad_norm``), so the update must not clip them again through Fabric, which
+refuses to under DeepSpeed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def _check_deepspeed(strategy: str, accelerator: str) -> None:
         raise ConfigError(
             f"hardware.strategy={strategy} runs on CUDA GPUs only, and this run's accelerator "
             f"is {accelerator}; use --strategy ddp for several CPU processes."
+        )
+    if "stage_3" in strategy:
+        raise ConfigError(
+            f"hardware.strategy={strategy} is not supported: ZeRO stage 3 shards every weight "
+            "across processes, and checkpoints, pool snapshots and the KL reference read "
+            "whole weights; use deepspeed_stage_2 (optimizer state and gradients sharded)."
         )
     if importlib.util.find_spec("deepspeed") is None:
         raise ConfigError(

@@ -121,7 +121,7 @@ class Trainer:
         if not resuming:
             warm_up(learner, self.game, config, self._say)
         needs_reference = config.train.kl_coef > 0 or "reference" in self.reward.models
-        check_reference(config, needs_reference)
+        check_reference(config)
         params = [p for p in learner.model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(
             params, lr=config.train.lr, weight_decay=config.train.weight_decay
@@ -131,6 +131,8 @@ class Trainer:
         self.reference = None
         if needs_reference and not config.lora.enabled:  # a copy on the device, in its precision
             self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
+        # under LoRA the reference is the adapters as the cold start left them (a few tensors)
+        self.lora_reference = adapter_state_dict(model.module) if config.lora.enabled else None
         self.model, self.optimizer = model, optimizer
         self.updater = Updater(
             model=model,
@@ -139,7 +141,7 @@ class Trainer:
             pad_id=learner.pad_id,
             backward=self.fabric.backward,
             clip_gradients=gradient_clipper(self.fabric, config.hardware.strategy),
-            reference=(lambda: reference_logits_context(model.module))
+            reference=(lambda: reference_logits_context(model.module, self.lora_reference))
             if config.lora.enabled
             else None,
             reference_model=self.reference,
@@ -147,7 +149,7 @@ class Trainer:
             role_context=self._role_context(model),
         )
         self.learner.role_context = self.updater.role_context
-        models = RewardModels(config, learner, self.reference)
+        models = RewardModels(config, learner, self.reference, lambda: self.lora_reference)
         self.reward.bind(RewardContext(game=self.game, policy=models))
 
     def _role_context(self, model: Any) -> Any:
@@ -349,6 +351,7 @@ class Trainer:
         }
         if self.config.lora.enabled:
             state["adapters"] = adapter_state_dict(self.model.module)
+            state["lora_reference"] = self.lora_reference
         else:
             state["model"] = self.model
         if self.reference is not None:
@@ -377,6 +380,7 @@ class Trainer:
             )
         if self.config.lora.enabled:
             load_adapter_state_dict(self.model.module, rest["adapters"])
+            self.lora_reference = rest.get("lora_reference", self.lora_reference)
         if self.reference is not None:
             self.reference.load_state_dict(rest["reference"])
         self.estimator.load_state_dict(rest["estimator"])

@@ -6,9 +6,11 @@ everything else is a few adapter tensors:
 
 - The learner is ``base + adapter``; only adapter parameters require gradients, so the
   optimiser holds state for them alone.
-- The KL reference is the base with adapters switched off (`reference_logits_context`),
-  so no second weight copy is kept. A fresh adapter leaves the logits unchanged (LoRA's B
-  matrix starts at zero), so at step 0 the policy equals its reference exactly.
+- The KL reference is the policy as the cold start left it, without a second copy of the
+  weights: `reference_logits_context` swaps in the adapter tensors saved after the cold start
+  (a few tensors), or switches the adapters off when there are none (the base). A fresh
+  adapter leaves the logits unchanged (LoRA's B matrix starts at zero), so at step 0 the
+  policy equals its reference exactly either way.
 - ``per_role=True`` gives every role its own adapter on the one base (the adapter name is
   the role); `use_adapter` switches between them. Otherwise one adapter, ``"default"``,
   plays every role and `use_adapter` does nothing, so the loop may call it either way.
@@ -113,15 +115,29 @@ def use_adapter(model: Any, role: str | None) -> Iterator[None]:
 
 
 @contextmanager
-def reference_logits_context(model: Any) -> Iterator[None]:
-    """Run the block as the reference policy: the base with every adapter off, no gradients.
+def reference_logits_context(
+    model: Any, adapters: dict[str, torch.Tensor] | None = None
+) -> Iterator[None]:
+    """Run the block as the reference policy, without gradients.
 
-    Forward passes inside give exactly the base model's logits, which is what KL-to-reference
-    needs, without keeping a second copy of the weights.
+    With ``adapters`` (an `adapter_state_dict`, e.g. taken after the cold start) those adapter
+    weights are swapped in for the block and the current ones put back after it; without, the
+    block runs on the base with every adapter off. Either way no second copy of the base
+    weights exists. The swap writes the adapter parameters in place, so score the reference
+    before a forward pass whose graph is still to be back-propagated.
     """
     peft_model = _require_peft(model, "reference_logits_context")
-    with peft_model.disable_adapter(), torch.no_grad():
-        yield
+    if adapters is None:
+        with peft_model.disable_adapter(), torch.no_grad():
+            yield
+        return
+    current = adapter_state_dict(peft_model)
+    with torch.no_grad():
+        load_adapter_state_dict(peft_model, adapters)
+        try:
+            yield
+        finally:
+            load_adapter_state_dict(peft_model, current)
 
 
 def adapter_state_dict(model: Any) -> dict[str, torch.Tensor]:

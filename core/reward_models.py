@@ -1,10 +1,11 @@
 """The policies model-based rewards (judges) ask for by name.
 
 - ``learner``: the model being trained, judging itself (Self-Rewarding LMs).
-- ``reference``: the learner's frozen starting point, the default judge. Without LoRA it is
-  the loop's frozen copy of the model (kept, saved and restored with checkpoints whenever a
-  reward or the KL term needs it); with LoRA it is the same base with adapters off, so no
-  second copy of the weights exists.
+- ``reference``: the learner's frozen starting point (as the cold start left it), the
+  default judge. Without LoRA it is the loop's frozen copy of the model (kept, saved and
+  restored with checkpoints whenever a reward or the KL term needs it); with LoRA it is the
+  same base with the cold start's adapter weights swapped in (``lora_reference()``, or the
+  adapters off when it gives None), so no second copy of the weights exists.
 - anything else: a registered model name or a local model folder, loaded once.
 
 A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
@@ -14,6 +15,7 @@ copied here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from selfplay.core.config import ConfigError, RunConfig
@@ -23,8 +25,15 @@ from selfplay.core.policy import Policy
 class RewardModels:
     """``models(name, max_new_tokens=None) -> Policy``, each made once."""
 
-    def __init__(self, config: RunConfig, learner: Policy, reference: Any = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        learner: Policy,
+        reference: Any = None,
+        lora_reference: Callable[[], Any] = lambda: None,
+    ) -> None:
         self.config, self.learner, self.reference = config, learner, reference
+        self.lora_reference = lora_reference
         self._made: dict[tuple[str, int | None], Policy] = {}
 
     def __call__(self, name: str, *, max_new_tokens: int | None = None) -> Policy:
@@ -42,7 +51,9 @@ class RewardModels:
 
                 model = self._learner_model(name)
                 policy = self._sharing(model, name, max_new_tokens)
-                policy.role_context = lambda _role: reference_logits_context(model)
+                policy.role_context = lambda _role: reference_logits_context(
+                    model, self.lora_reference()
+                )
                 return policy
             if self.reference is None:
                 raise ConfigError(

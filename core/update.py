@@ -129,6 +129,8 @@ class Updater:
     def _terms(self, batch: list[Sample], advantages: list[float], fresh: bool) -> LossTerms:
         prompts = [s.prompt_ids for s in batch]
         actions = [s.token_ids for s in batch]
+        # the reference first: under LoRA it may swap adapter weights in and out
+        ref_logp = self._reference_logp(prompts, actions)
         current = score(self.model, prompts, actions, self.pad_id, self.temperature)
         device = current.logp.device
         if fresh:  # one epoch: the rollout policy is the current one; ratio exactly 1
@@ -143,7 +145,7 @@ class Updater:
             torch.tensor(advantages, dtype=torch.float32, device=device),
             torch.tensor(weights, dtype=torch.float32, device=device),
             clip=self.config.clip,
-            ref_logp=self._reference_logp(prompts, actions),
+            ref_logp=ref_logp,
             kl_coef=self.config.kl_coef,
             entropy_coef=self.config.entropy_coef,
         )
@@ -218,22 +220,10 @@ def pull_reference(reference: torch.nn.Module, model: torch.nn.Module, rate: flo
         ref.lerp_(current.detach(), rate)
 
 
-def check_reference(config: Any, needed: bool) -> None:
-    """Refuse reference set-ups that cannot work, before any training time is spent.
-
-    Without LoRA the reference is a frozen copy of the weights. DeepSpeed stage 3 shards the
-    parameters across processes, so a plain copy would hold empty shards; under LoRA the
-    reference is the base with adapters off and needs no copy.
-    """
-    lora = config.lora.enabled
-    if config.train.reference_update and lora:
+def check_reference(config: Any) -> None:
+    """Refuse reference set-ups that cannot work, before any training time is spent."""
+    if config.train.reference_update and config.lora.enabled:
         raise ConfigError(
             "train.reference_update moves a copy of the weights, but under LoRA the "
-            "reference is the base with adapters off; set train.reference_update=0."
-        )
-    if needed and not lora and "stage_3" in config.hardware.strategy:
-        raise ConfigError(
-            f"hardware.strategy={config.hardware.strategy} shards the weights, so the KL "
-            "reference cannot be a copy of them; add --lora (the reference is then the base "
-            "with adapters off) or set train.kl_coef=0."
+            "reference is the cold start's adapter weights; set train.reference_update=0."
         )

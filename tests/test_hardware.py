@@ -57,10 +57,9 @@ def test_missing_attention_kernel_exits_2_naming_the_package(tmp_path, capsys):
     assert "flash_attention_2" in err and "selfplay-rl[gpu]" in err
 
 
-def test_reference_copy_refused_under_deepspeed_stage_3():
-    from selfplay.core.update import check_reference
-
-    config = build_config(None, {}, ["hardware.strategy=deepspeed_stage_3"])
-    with pytest.raises(ConfigError, match="--lora"):
-        check_reference(config, needed=True)
-    check_reference(config, needed=False)
+def test_zero_stage_3_is_refused_naming_stage_2():
+    config = build_config(
+        None, {}, ["hardware.accelerator=cuda", "hardware.strategy=deepspeed_stage_3"]
+    )
+    with pytest.raises(ConfigError, match="use deepspeed_stage_2"):
+        build_fabric(config)

@@ -54,6 +54,24 @@ def test_resume_after_sigkill_is_bitwise_equal(tmp_path, kill_at_iteration):
     assert losses(tmp_path / "k") == losses(tmp_path / "s")  # the text of every logged loss
 
 
+def test_lora_reference_is_the_cold_started_policy_and_resumes_exactly(tmp_path):
+    # one optimiser step per iteration: iteration 1's KL is measured before any RL step
+    lora = [*TINY, "--lora", "--cold-start", "20", "--set", "train.minibatch_size=4096"]
+    # every tiny-LoRA move is invalid after so short a cold start, so all advantages are 0;
+    # the entropy bonus still moves the policy, in steps big enough for the KL to show
+    lora += ["--set", "train.lr=1e-2", "--set", "train.entropy_coef=0.1"]
+    straight = selfplay("run", *lora, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
+    assert straight.returncode == 0, straight.stderr
+    with (tmp_path / "s" / "metrics.csv").open() as f:
+        kl = {int(row["iteration"]): float(row["kl"]) for row in csv.DictReader(f)}
+    assert kl[1] == 0.0 and kl[3] > 0.0  # the reference is the cold start's policy, not the base
+    first = selfplay("run", *lora, "--iterations", "2", "--out", str(tmp_path), "--name", "r")
+    assert first.returncode == 0, first.stderr
+    resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    assert losses(tmp_path / "r")[3] == losses(tmp_path / "s")[3]
+
+
 def test_resume_with_nothing_left_to_train_names_the_folder(tmp_path):
     done = selfplay("run", *TINY, "--iterations", "1", "--out", str(tmp_path), "--name", "d")
     assert done.returncode == 0, done.stderr

@@ -85,6 +85,24 @@ def test_the_reference_is_the_base_with_adapters_off():
     assert not torch.allclose(logits(model), before)  # adapters are back on afterwards
 
 
+def test_reference_context_swaps_in_saved_adapters_and_puts_the_current_ones_back():
+    _, model = wrapped()
+    model.train()
+    train_step(model)
+    model.eval()
+    saved, after_cold_start = adapter_state_dict(model), logits(model)
+    model.train()
+    train_step(model, steps=2)
+    model.eval()
+    trained = logits(model)
+    assert not torch.allclose(trained, after_cold_start)
+    with reference_logits_context(model, saved):
+        reference = model(input_ids=IDS).logits
+    assert not reference.requires_grad
+    assert torch.equal(reference, after_cold_start)
+    assert torch.equal(logits(model), trained)
+
+
 def test_reference_context_needs_lora():
     with pytest.raises(ValueError, match="frozen copy"), reference_logits_context(build_tiny()[0]):
         pass
