@@ -77,6 +77,13 @@ def test_prompt_shows_empty_cells_as_digits():
     assert "x12|3o5|678" in game.observe(state, "player_0")[-1].content
 
 
+def test_compact_prompt_is_the_board_and_the_mark():
+    game = TicTacToe({"compact": True})
+    state = play(game, 0, 4)
+    assert game.observe(state, "player_0")[-1].content == "x12|3o5|678 x"
+    assert game.observe(state, "player_1")[-1].content == "x12|3o5|678 o"
+
+
 def test_minimax_value_of_the_empty_board_is_a_draw():
     assert minimax_value(".........", "x") == 0
 
