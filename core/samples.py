@@ -60,6 +60,7 @@ def episode_samples(
                     valid=turn.valid,
                     episode=index,
                     parts=_parts(scored, turn.role, i, gamma_k, penalty),
+                    opponent=_opponents(episode, turn.role),
                 )
             )
         samples.extend(reversed(mine))
@@ -80,3 +81,8 @@ def _parts(
     if penalty is not None and scored.parts:
         parts["invalid"] = penalty
     return parts
+
+
+def _opponents(episode: Episode, role: str) -> str:
+    """The holders of the match's other seats, e.g. ``scripted:minimax``, sorted."""
+    return "+".join(sorted(holder for r, holder in episode.seats.items() if r != role))

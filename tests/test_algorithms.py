@@ -45,6 +45,26 @@ def test_rae_state_round_trips_and_drop_zero_drops():
     assert copy.baselines == rae.baselines
 
 
+def test_rae_per_opponent_keeps_a_baseline_per_opponent_with_a_fixed_shape():
+    def against(opponent: str, reward: float) -> Sample:
+        return Sample("g", "a", (1, 2), (3,), (-0.5,), reward, (1,), opponent=opponent)
+
+    batch = [against("scripted:random", 1.0), against("scripted:minimax", -1.0)]
+    assert RAE(decay=0.0)(batch) == [1.0, -1.0]  # one baseline per role: 0, both moves "count"
+    per = RAE(decay=0.0, per_opponent=True)
+    per.bind("g", ["a", "b"])
+    assert per(batch) == [0.0, 0.0]  # each result is what that opponent leads one to expect
+    shapes = []
+
+    def record(tensor):
+        shapes.append(tensor.shape)
+        return tensor
+
+    per([against("learner", 1.0)], reduce=record)
+    per([against("snapshot:7", 1.0), against("x", 0.0)], reduce=record)
+    assert shapes[0] == shapes[1]  # the same tensor on every process, whoever it met
+
+
 def test_grpo_centres_within_groups_and_scales_by_std():
     samples = [sample("a", 1, (1,)), sample("a", 0, (1,)), sample("a", 5, (2,))]
     assert GRPO(scale=False)(samples) == [0.5, -0.5, 0.0]
@@ -80,6 +100,7 @@ def test_episode_samples_discount_from_the_end_per_role_and_skip_other_seats():
     assert [s.reward for s in samples] == [0.25, 0.5, 1.0]
     assert all(s.role == "a" for s in samples)
     assert episode_samples([ep], [{"a": None, "b": -1.0}], "learner") == []
+    assert {s.opponent for s in samples} == {"scripted:random"}
 
 
 def test_policy_gradient_loss_matches_the_formula():

@@ -35,6 +35,9 @@ class Sample:
     # ``reward`` split by reward term label (``judge``, ``quality``; ``invalid`` for the
     # penalty of an invalid attempt); the parts sum to ``reward``. Empty when not known.
     parts: dict[str, float] = field(default_factory=dict)
+    # who held the match's other seats ("learner", "scripted:minimax", "snapshot:3"; several
+    # joined by "+"): RAE can keep one baseline per opponent (``per_opponent``)
+    opponent: str = ""
 
 
 class Estimator(ABC):

@@ -9,10 +9,18 @@ an exponential moving-average baseline per game and role,
 
 so each role's advantage is measured against that role's own expectation. The baseline
 starts at the first batch's mean rather than at 0, so the first updates are not all one sign.
+
+``per_opponent`` (ours, not SPIRAL's) keeps one baseline per game, role and opponent. When
+the learner meets a mix of opponents (a pool with scripted players), one baseline per role
+makes every move against a weak opponent look good and every move against a strong one
+look bad; a baseline may depend on anything known before the move, and the opponent is.
+Opponents are hashed into OPPONENT_BUCKETS slots per role (rare collisions only share a
+baseline), so every process reduces the same fixed-shape tensor under DDP.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,26 +28,39 @@ import torch
 
 from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local, rewards_tensor
 
+# baseline slots per role with ``per_opponent``; opponents are hashed into them
+OPPONENT_BUCKETS = 64
+
 
 class RAE(Estimator):
-    def __init__(self, decay: float = 0.95, drop_zero: bool = False) -> None:
+    def __init__(
+        self, decay: float = 0.95, drop_zero: bool = False, per_opponent: bool = False
+    ) -> None:
         if not 0 <= decay < 1:
             raise ValueError(f"rae decay must be in [0, 1), got {decay}.")
         self.decay = decay
         self.drop_zero = drop_zero
+        self.per_opponent = per_opponent
         self.baselines: dict[str, float] = {}
-        self.keys: list[str] = []  # every game/role key, from `bind`: the same on every process
+        self.keys: list[str] = []  # every baseline key, from `bind`: the same on every process
 
     def bind(self, game: str, roles: Sequence[str]) -> None:
-        self.keys = [f"{game}/{role}" for role in roles]
+        slots = [f"@{b}" for b in range(OPPONENT_BUCKETS)] if self.per_opponent else [""]
+        self.keys = [f"{game}/{role}{slot}" for role in roles for slot in slots]
+
+    def key(self, sample: Sample) -> str:
+        if not self.per_opponent:
+            return f"{sample.game}/{sample.role}"
+        slot = zlib.crc32(sample.opponent.encode()) % OPPONENT_BUCKETS
+        return f"{sample.game}/{sample.role}@{slot}"
 
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
-        present = {f"{s.game}/{s.role}" for s in samples}
-        keys = self.keys + sorted(present - set(self.keys))
+        own = [self.key(s) for s in samples]
+        keys = self.keys + sorted(set(own) - set(self.keys))
         rewards = rewards_tensor(samples)
         sums = []
         for key in keys:
-            mine = torch.tensor([f"{s.game}/{s.role}" == key for s in samples], dtype=torch.bool)
+            mine = torch.tensor([k == key for k in own], dtype=torch.bool)
             sums.append(torch.stack([rewards[mine].sum(), mine.sum().double()]))
         totals = reduce(torch.stack(sums)) if sums else torch.zeros(0, 2)
         for key, (total, count) in zip(keys, totals.tolist(), strict=True):
@@ -51,7 +72,7 @@ class RAE(Estimator):
             self.baselines[key] = (
                 mean if previous is None else (self.decay * previous + (1 - self.decay) * mean)
             )
-        advantages = [s.reward - self.baselines[f"{s.game}/{s.role}"] for s in samples]
+        advantages = [s.reward - self.baselines[k] for s, k in zip(samples, own, strict=True)]
         if self.drop_zero:
             return [a if abs(a) > 1e-8 else None for a in advantages]
         return list(advantages)
