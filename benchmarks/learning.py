@@ -8,6 +8,7 @@ checkpoint (the "before" column) and a uniformly random legal player.
     python benchmarks/learning.py                       # tic-tac-toe, the default recipe
     python benchmarks/learning.py --game kuhn-poker --minutes 10
     python benchmarks/learning.py --set train.lr=1e-3   # any RunConfig key
+    python benchmarks/learning.py --recipe tictactoe-mixed --threads 1   # the best so far
 
 Results go to a run folder (metrics.csv has every eval) and the summary is printed last.
 """
@@ -33,6 +34,25 @@ RECIPES = {
         "eval.every=10",
         "eval.matches=200",
     ],
+    # the best 30-minute recipe so far (RESULTS.md, PO30): a quarter each of mirror play,
+    # random, minimax and the cold-start copy, one RAE baseline per opponent
+    "tictactoe-mixed": [
+        "cold_start.steps=300",
+        "eval.every=5",
+        "eval.matches=200",
+        "game_options.compact=true",
+        "matches=256",
+        "train.minibatch_size=128",
+        "train.update_epochs=2",
+        "train.lr=1e-3",
+        "train.kl_coef=0.02",
+        "estimator_options.decay=0",
+        "estimator_options.per_opponent=true",
+        "opponent=pool",
+        "pool.scripted=[random,minimax]",
+        "pool.snapshot_every=0",
+        "opponent_options.p_latest=0.25",
+    ],
     "kuhn-poker": [
         "cold_start.steps=200",
         "cold_start.players=[random]",
@@ -55,6 +75,9 @@ def random_reference(game_name: str, matches: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--game", default="tictactoe")
+    parser.add_argument(
+        "--recipe", choices=sorted(RECIPES), help="settings to start from (default: the game's)"
+    )
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--minutes", type=float, default=30.0, help="stop after this long")
     parser.add_argument("--threads", type=int, default=2)
@@ -63,7 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     out = args.out or Path(tempfile.mkdtemp(prefix="selfplay-learning-"))
-    overrides = [*RECIPES.get(args.game, []), *args.set, f"threads={args.threads}"]
+    recipe = args.recipe or args.game
+    overrides = [*RECIPES.get(recipe, []), *args.set, f"threads={args.threads}"]
     config = build_config(
         None,
         {
