@@ -5,19 +5,19 @@ Plugin authors need only this module: ``from selfplay import Game, GameState, ho
 
 from __future__ import annotations
 
-from selfplay.core.policy import MockPolicy, Policy, Request, ScriptedPolicy
-from selfplay.core.types import Completion, Episode, Message, Turn
-from selfplay.games.base import (
+from selfplay.api.game import (
     Game,
     GameOptions,
     GameState,
     InvalidAction,
     InvalidMoveRules,
 )
-from selfplay.opponents.base import OpponentSampler
+from selfplay.api.policy import MockPolicy, Policy, Request, ScriptedPolicy
+from selfplay.api.reward import Reward
+from selfplay.api.sampler import OpponentSampler
+from selfplay.api.types import Completion, Episode, Message, Turn
+from selfplay.api.verifier import Verdict, Verifier
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward
-from selfplay.verifiers.base import Verdict, Verifier
 
 __version__ = "0.1.0"
 

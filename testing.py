@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal, NoReturn
 
-from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidMoveRules
+from selfplay.api.game import Game, GameOptions, GameState, InvalidMoveRules
+from selfplay.api.types import Message, Payoffs, Role
 
 # Retries and forfeits are both exercised when the caller names no rules.
 CHECK_RULES = InvalidMoveRules(allowance=1)

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SELFPLAY = [sys.executable, "-m", "selfplay.core.cli", "run"]
+SELFPLAY = [sys.executable, "-m", "selfplay.core.commands.cli", "run"]
 QUIET = ["--set", "eval.matches=20"]
 # about 150M parameters: 12 layers of width 1024
 WIDE = {
@@ -158,7 +158,7 @@ def main() -> None:
     log, summary = args.out / "gpu_check.log", args.out / "gpu_check.md"
     import torch
 
-    from selfplay.core.tiny import save_tiny
+    from selfplay.core.models.tiny import save_tiny
 
     if not torch.cuda.is_available():
         sys.exit("gpu_check: no CUDA device is visible; run this on a GPU machine.")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
+from selfplay.api.policy import ScriptedPolicy
 from selfplay.core.config import build_config
 from selfplay.core.evaluate import evaluate
-from selfplay.core.loop import train
-from selfplay.core.policy import ScriptedPolicy
+from selfplay.core.train.loop import train
 from selfplay.plugins.manager import registries
 
 RECIPES = {

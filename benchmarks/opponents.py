@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from selfplay.core.config import build_config
-from selfplay.core.loop import train
+from selfplay.core.train.loop import train
 
 COMMON = [
     "cold_start.players=[random]",

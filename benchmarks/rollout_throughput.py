@@ -29,11 +29,11 @@ from collections.abc import Sequence
 
 import torch
 
-from selfplay.core.hf_policy import HFPolicy
+from selfplay.api.game import InvalidMoveRules
+from selfplay.api.types import Episode
+from selfplay.core.models.hf_policy import HFPolicy
+from selfplay.core.models.tiny import build_tiny
 from selfplay.core.rollout import play
-from selfplay.core.tiny import build_tiny
-from selfplay.core.types import Episode
-from selfplay.games.base import InvalidMoveRules
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -22,11 +22,11 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 
-from selfplay.core.algorithms.base import Sample
+from selfplay.api.estimator import Sample
 from selfplay.core.algorithms.policy_gradient import pack
 from selfplay.core.config import TrainConfig
-from selfplay.core.tiny import build_tiny
-from selfplay.core.update import Updater
+from selfplay.core.models.tiny import build_tiny
+from selfplay.core.train.update import Updater
 
 
 def make_samples(n: int, seed: int = 0) -> list[Sample]:

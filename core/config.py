@@ -12,11 +12,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selfplay.games.base import InvalidMoveRules
-
-
-class ConfigError(ValueError):
-    """A configuration mistake a user can fix; the message says what and how."""
+from selfplay.api.errors import ConfigError
+from selfplay.api.game import InvalidMoveRules
 
 
 class GenerationConfig(BaseModel):

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from selfplay.core.policy import Policy, ScriptedPolicy
+from selfplay.api.game import Game
+from selfplay.api.policy import Policy, ScriptedPolicy
+from selfplay.api.types import Episode, Role
 from selfplay.core.rollout import play, seatings_for
 from selfplay.core.stats import wilson
-from selfplay.core.types import Episode, Role
-from selfplay.games.base import Game
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from selfplay.core.episode_log import read_episodes, write_episodes
-from selfplay.core.policy import Policy, Request
-from selfplay.core.types import Completion, Episode, Role, Turn
-from selfplay.games.base import Game, GameState
+from selfplay.api.game import Game, GameState
+from selfplay.api.policy import Policy, Request
+from selfplay.api.types import Completion, Episode, Role, Turn
+from selfplay.core.train.episode_log import read_episodes, write_episodes
 
 # The episode log lives in its own module; re-exported here because every caller of `play`
 # writes what it returns.

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from selfplay.core.types import Episode
-from selfplay.opponents.base import LEARNER
+from selfplay.api.sampler import LEARNER
+from selfplay.api.types import Episode
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:

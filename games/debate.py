@@ -24,8 +24,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import GameState
+from selfplay.api.game import GameState
+from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.text_game import TextGame, TextGameOptions, load_bank, load_prompt
 from selfplay.plugins.hookspecs import hookimpl
 

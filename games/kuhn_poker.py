@@ -22,9 +22,9 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from selfplay.core.types import Message, Payoffs, Role
+from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games import tabular
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 

@@ -20,7 +20,7 @@ import random
 
 from pydantic import Field, field_validator
 
-from selfplay.core.types import Message
+from selfplay.api.types import Message
 from selfplay.games.banks import TRAINING_TOPICS, TRANSFER_TOPIC, load_bank
 from selfplay.games.math_tasks import PROPOSAL_FORMAT, format_proposal
 from selfplay.games.proposer_solver import (

@@ -18,13 +18,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from selfplay.api.game import InvalidAction
 from selfplay.games.banks import Problem
-from selfplay.games.base import InvalidAction
 
 if TYPE_CHECKING:
-    from selfplay.core.policy import Policy
-    from selfplay.games.base import Game, GameState
-    from selfplay.verifiers.base import Verifier
+    from selfplay.api.game import Game, GameState
+    from selfplay.api.policy import Policy
+    from selfplay.api.verifier import Verifier
 
 # A proposal is longer than the default 40-character answer span.
 SPAN = re.compile(r"\[([^\[\]\n]{1,400})\]")
@@ -94,7 +94,7 @@ def task_accuracy(
     ``solved(final)`` is True/False, or None for a void match (left out of the accuracy).
     All waiting matches go to the policy in one batch per tick, as in the rollout engine.
     """
-    from selfplay.core.policy import Request
+    from selfplay.api.policy import Request
 
     live = list(states)
     rngs = [random.Random(f"selfplay-task-eval-{i}") for i in range(len(live))]

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.types import Message, Payoffs, Role
 from selfplay.plugins.hookspecs import hookimpl
 
 RESOURCES = ("wood", "stone", "grain", "gold")

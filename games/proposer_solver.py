@@ -24,9 +24,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from selfplay.core.types import Message, Payoffs, Role
+from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.games.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import Field
 
-from selfplay.core.types import Message
+from selfplay.api.types import Message
 from selfplay.games.banks import load_bank
 from selfplay.games.math_proposer_solver import MathProposerSolverOptions
 from selfplay.games.math_tasks import PROPOSAL_FORMAT

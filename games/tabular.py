@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from selfplay.core.types import Role
-from selfplay.games.base import Game, GameState
+from selfplay.api.game import Game, GameState
+from selfplay.api.types import Role
 
 Policy = Mapping[str, Mapping[str, float]]
 PolicyTable = dict[str, dict[str, float]]

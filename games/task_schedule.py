@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfplay.core.callbacks import Callback
-from selfplay.core.types import Episode
+from selfplay.api.callback import Callback
+from selfplay.api.types import Episode
 from selfplay.games.banks import Problem
 from selfplay.games.curriculum import PassRateCurriculum
 from selfplay.opponents.elo import BandController

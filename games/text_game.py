@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from selfplay.core.types import Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction
+from selfplay.api.game import Game, GameOptions, GameState, InvalidAction
+from selfplay.api.types import Role
 
 SPLITS = ("train", "heldout")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"

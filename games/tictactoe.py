@@ -13,8 +13,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from selfplay.core.types import Message, Payoffs, Role
-from selfplay.games.base import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.types import Message, Payoffs, Role
 from selfplay.plugins.hookspecs import hookimpl
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))

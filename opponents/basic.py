@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from selfplay.opponents.base import LEARNER, OpponentSampler, scripted
+from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selfplay.opponents.base import LEARNER, OpponentSampler
+from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.opponents.ratings import Ratings, score_of
 from selfplay.plugins.hookspecs import hookimpl
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from selfplay.opponents.base import LEARNER, OpponentSampler, scripted
+from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
 

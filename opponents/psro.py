@@ -22,7 +22,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from selfplay.opponents.base import LEARNER, OpponentSampler
+from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.opponents.meta_solvers import META_SOLVERS, solve
 from selfplay.plugins.hookspecs import hookimpl
 

@@ -166,7 +166,7 @@ def _register_for(kind: str, regs: Registries, info: PluginInfo) -> Callable[...
 
 
 def _check_game_class(game_cls: Any, plugin: str) -> None:
-    from selfplay.games.base import Game
+    from selfplay.api.game import Game
 
     if not (isinstance(game_cls, type) and issubclass(game_cls, Game)):
         raise PluginError(f"Plugin {plugin} registered {game_cls!r}, which is not a Game subclass.")

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import torch
 
-from selfplay.core.types import Episode, Role
-from selfplay.rewards.base import EpisodeScores, Reward, RewardContext, RewardError
+from selfplay.api.reward import EpisodeScores, Reward, RewardContext, RewardError
+from selfplay.api.types import Episode, Role
 
 GRAMMAR = (
     "a reward expression is NAME[@ROLE][=WEIGHT] terms joined by '+', "

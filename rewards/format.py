@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from selfplay.core.types import Episode, Turn
-from selfplay.games.base import InvalidAction
+from selfplay.api.game import InvalidAction
+from selfplay.api.reward import Reward, RewardOptions, TurnScores
+from selfplay.api.types import Episode, Turn
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardOptions, TurnScores
 
 
 class PenaltyOptions(RewardOptions):

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from pydantic import Field, field_validator
 
-from selfplay.core.types import Episode
+from selfplay.api.reward import Reward, RewardError, RewardOptions, RoleScores
+from selfplay.api.types import Episode
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardError, RewardOptions, RoleScores
 
 
 class GameSignalOptions(RewardOptions):

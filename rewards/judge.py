@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from selfplay.core.types import Episode, Message, Role
+from selfplay.api.reward import Reward, RewardError, RewardOptions, RoleScores, TurnScores
+from selfplay.api.types import Episode, Message, Role
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.rewards import judge_prompts as prompts
-from selfplay.rewards.base import Reward, RewardError, RewardOptions, RoleScores, TurnScores
 
 DEFAULT_TEMPLATES = {
     ("pointwise", "transcript"): "judge_transcript",
@@ -184,7 +184,7 @@ class Judge(Reward):
             return []
         if self.context.policy is None:
             raise RuntimeError(f"The {self.name!r} reward needs a model: call bind() first.")
-        from selfplay.core.policy import Request
+        from selfplay.api.policy import Request
 
         policy = self.context.policy(self.options.model, max_new_tokens=self.options.max_new_tokens)
         game = self.game()

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from selfplay.core.types import Episode, Turn
-from selfplay.rewards.base import RewardError
+from selfplay.api.reward import RewardError
+from selfplay.api.types import Episode, Turn
 
 PLACEHOLDERS = ("game", "task", "transcript", "role", "response", "scale", "first", "second")
 SCORE = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,4})\b", re.IGNORECASE)

@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from selfplay.core.types import Episode, Turn
+from selfplay.api.reward import Reward, RewardOptions, TurnScores
+from selfplay.api.types import Episode, Turn
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardOptions, TurnScores
 
 
 class LengthOptions(RewardOptions):

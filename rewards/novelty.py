@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import Field
 
-from selfplay.core.types import Episode
+from selfplay.api.reward import Reward, RewardOptions, TurnScores
+from selfplay.api.types import Episode
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardOptions, TurnScores
 
 WORD = re.compile(r"\w+")
 

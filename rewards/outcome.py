@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from selfplay.core.types import Episode
+from selfplay.api.reward import Reward, RewardOptions, RoleScores, TurnScores
+from selfplay.api.types import Episode
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardOptions, RoleScores, TurnScores
 
 
 class OutcomeOptions(RewardOptions):

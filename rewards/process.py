@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from selfplay.core.types import Episode
-from selfplay.games.base import GameState
+from selfplay.api.game import GameState
+from selfplay.api.reward import Reward, RewardError, RewardOptions, TurnScores
+from selfplay.api.types import Episode
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward, RewardError, RewardOptions, TurnScores
 
 
 class ProcessOptions(RewardOptions):

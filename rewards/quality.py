@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import Field
 
+from selfplay.api.reward import Reward
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.base import Reward
 from selfplay.rewards.judge import Judge, JudgeModelOptions
 
 QUALITY_SCALE = 7

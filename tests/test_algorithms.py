@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
-from selfplay.core.algorithms.base import Sample
+from selfplay.api.estimator import Sample
+from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.algorithms.grpo import GRPO
 from selfplay.core.algorithms.policy_gradient import Scored, pack, policy_gradient_loss, score
 from selfplay.core.algorithms.rae import RAE
 from selfplay.core.algorithms.reinforce_pp import Plain, ReinforcePP
-from selfplay.core.samples import episode_samples
-from selfplay.core.types import Episode, Message, Turn
+from selfplay.core.train.samples import episode_samples
 
 
 def sample(role: str, reward: float, group=(1,)) -> Sample:
@@ -128,7 +128,7 @@ def test_k3_kl_is_zero_at_the_reference_and_positive_elsewhere():
 
 
 def test_score_equals_a_plain_forward_pass():
-    from selfplay.core.tiny import build_tiny
+    from selfplay.core.models.tiny import build_tiny
 
     model, _ = build_tiny(seed=0)
     prompts, actions = [(1, 40, 41, 42), (1, 43)], [(50, 51, 2), (52,)]

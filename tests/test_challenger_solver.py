@@ -6,17 +6,17 @@ import csv
 
 import pytest
 
+from selfplay.api.policy import MockPolicy
+from selfplay.api.reward import RewardContext
+from selfplay.api.types import Completion, Episode
 from selfplay.core.algorithms.lsp import LSP
-from selfplay.core.build import build_reward
-from selfplay.core.cli import main
+from selfplay.core.commands.cli import main
 from selfplay.core.config import build_config
-from selfplay.core.policy import MockPolicy
 from selfplay.core.rollout import play
-from selfplay.core.samples import episode_samples
-from selfplay.core.types import Completion, Episode
+from selfplay.core.train.build import build_reward
+from selfplay.core.train.samples import episode_samples
 from selfplay.games.challenger_solver import ChallengerSolver
 from selfplay.games.text_game import load_bank
-from selfplay.rewards.base import RewardContext
 from selfplay.testing import check_game
 
 

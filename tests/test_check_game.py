@@ -8,8 +8,8 @@ import unicodedata
 
 import pytest
 
-from selfplay.core.types import Message
-from selfplay.games.base import InvalidMoveRules
+from selfplay.api.game import InvalidMoveRules
+from selfplay.api.types import Message
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.negotiation import Negotiation
 from selfplay.games.rock_paper_scissors import RockPaperScissors

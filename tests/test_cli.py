@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from selfplay.core.cli import main
+from selfplay.core.commands.cli import main
 
 
 def test_version(capsys):

@@ -7,7 +7,11 @@ import random
 import pytest
 import torch
 
-from selfplay.core.cold_start import (
+from selfplay.api.game import InvalidMoveRules
+from selfplay.core.evaluate import evaluate
+from selfplay.core.models.tiny import load_tiny_policy
+from selfplay.core.rollout import play
+from selfplay.core.train.cold_start import (
     IGNORE,
     build_examples,
     cold_start,
@@ -15,10 +19,6 @@ from selfplay.core.cold_start import (
     eos_id,
     scripted_transcripts,
 )
-from selfplay.core.evaluate import evaluate
-from selfplay.core.rollout import play
-from selfplay.core.tiny import load_tiny_policy
-from selfplay.games.base import InvalidMoveRules
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.negotiation import Negotiation
 from selfplay.games.rock_paper_scissors import RockPaperScissors

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.core.build import build_game, build_sampler
 from selfplay.core.config import ConfigError, RunConfig, build_config
+from selfplay.core.train.build import build_game, build_sampler
 
 
 def test_precedence_file_then_flags_then_set(tmp_path):

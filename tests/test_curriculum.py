@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from selfplay.core.types import Episode
+from selfplay.api.types import Episode
 from selfplay.games.banks import load_bank
 from selfplay.games.curriculum import PassRateCurriculum
 from selfplay.games.task_schedule import SCHEDULE_FILE, TaskSchedule, TaskScheduleCallback

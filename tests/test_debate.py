@@ -7,14 +7,14 @@ import itertools
 
 import pytest
 
-from selfplay.core.build import build_reward
-from selfplay.core.cli import main
+from selfplay.api.policy import MockPolicy
+from selfplay.api.reward import RewardContext
+from selfplay.core.commands.cli import main
 from selfplay.core.config import build_config
-from selfplay.core.policy import MockPolicy
 from selfplay.core.rollout import play
+from selfplay.core.train.build import build_reward
 from selfplay.games.debate import Debate
 from selfplay.games.text_game import load_bank
-from selfplay.rewards.base import RewardContext
 from selfplay.testing import check_game
 
 

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
+from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
 from selfplay.core.evaluate import EvalResult, eval_seeds, evaluate, summary_table
-from selfplay.core.policy import MockPolicy, Request, ScriptedPolicy
 from selfplay.core.rollout import play
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.tictactoe import TicTacToe

@@ -9,10 +9,10 @@ import importlib.util
 import pytest
 import torch
 
-from selfplay.core.cli import main
+from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, build_config
-from selfplay.core.hardware import build_fabric, gradient_clipper
-from selfplay.core.tiny import save_tiny
+from selfplay.core.models.tiny import save_tiny
+from selfplay.core.train.hardware import build_fabric, gradient_clipper
 
 
 def test_auto_accelerator_is_cuda_only_when_a_gpu_is_visible():

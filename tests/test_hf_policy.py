@@ -7,11 +7,11 @@ import random
 import pytest
 import torch
 
-from selfplay.core import hf_policy
-from selfplay.core.hf_policy import HFPolicy
-from selfplay.core.policy import Request
-from selfplay.core.tiny import build_tiny, save_tiny
-from selfplay.core.types import Message
+from selfplay.api.policy import Request
+from selfplay.api.types import Message
+from selfplay.core.models import hf_policy
+from selfplay.core.models.hf_policy import HFPolicy
+from selfplay.core.models.tiny import build_tiny, save_tiny
 from selfplay.games.tictactoe import TicTacToe
 
 GAME = TicTacToe()

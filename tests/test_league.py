@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from selfplay.core.cli import main
+from selfplay.core.commands.cli import main
 from selfplay.core.config import build_config
-from selfplay.core.loop import train
+from selfplay.core.train.loop import train
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
 SMALL = {

@@ -11,9 +11,11 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from selfplay.core import hf_policy
-from selfplay.core.hf_policy import HFPolicy
-from selfplay.core.lora import (
+from selfplay.api.policy import Request
+from selfplay.api.types import Message
+from selfplay.core.models import hf_policy
+from selfplay.core.models.hf_policy import HFPolicy
+from selfplay.core.models.lora import (
     LoraConfig,
     adapter_state_dict,
     apply_lora,
@@ -23,9 +25,7 @@ from selfplay.core.lora import (
     resolve_target_modules,
     use_adapter,
 )
-from selfplay.core.policy import Request
-from selfplay.core.tiny import build_tiny
-from selfplay.core.types import Message
+from selfplay.core.models.tiny import build_tiny
 from selfplay.games.tictactoe import TicTacToe
 
 ROLES = ("player_0", "player_1")

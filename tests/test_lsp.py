@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.core.algorithms.base import Sample
+from selfplay.api.estimator import Sample
+from selfplay.api.reward import EpisodeScores
+from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.algorithms.lsp import LSP
 from selfplay.core.config import ConfigError
-from selfplay.core.samples import episode_samples
-from selfplay.core.types import Episode, Message, Turn
+from selfplay.core.train.samples import episode_samples
 from selfplay.plugins.manager import registries
-from selfplay.rewards.base import EpisodeScores
 
 
 def sample(role, episode, parts, valid=True, reward=None):

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from selfplay.core.build import build_callbacks
-from selfplay.core.cli import main
+from selfplay.api.types import Episode, Turn
+from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, RunConfig
-from selfplay.core.diversity import DiversityMonitor, distinct_n, duplicate_rate
-from selfplay.core.hacking_monitor import HackingMonitor, fitted_change
-from selfplay.core.types import Episode, Turn
+from selfplay.core.train.build import build_callbacks
+from selfplay.monitors.diversity import DiversityMonitor, distinct_n, duplicate_rate
+from selfplay.monitors.hacking_monitor import HackingMonitor, fitted_change
 
 
 def episode(*turns: tuple[str, str, str]) -> Episode:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from selfplay.core.cli import main
-from selfplay.core.scaffold import ScaffoldError, render_game_plugin, template_values
+from selfplay.core.commands.cli import main
+from selfplay.core.commands.scaffold import ScaffoldError, render_game_plugin, template_values
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_rendered_plugin_passes_its_own_tests(rendered):
 
 def test_installed_plugin_is_listed_and_trains(rendered, tmp_path):
     _, site = rendered
-    cli = ("-m", "selfplay.core.cli")
+    cli = ("-m", "selfplay.core.commands.cli")
     listed = with_site(site, *cli, "games", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     game = next(g for g in json.loads(listed.stdout) if g["name"] == "my-duel")

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 import torch
 
-from selfplay.core.types import Episode
-from selfplay.opponents.base import LEARNER
+from selfplay.api.sampler import LEARNER
+from selfplay.api.types import Episode
 from selfplay.opponents.elo import BandController, EloSampler
 from selfplay.opponents.pool import Pool, PoolSampler
 from selfplay.opponents.psro import PSRO
@@ -128,7 +128,7 @@ def test_every_sampler_state_round_trips_through_a_checkpoint(name, tmp_path):
 
 
 def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
-    from selfplay.core.update import pull_reference
+    from selfplay.core.train.update import pull_reference
 
     policy, magnet = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
     with torch.no_grad():

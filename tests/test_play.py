@@ -12,11 +12,11 @@ import pytest
 import torch
 from rich.console import Console
 
-from selfplay.core.checkpoint import CheckpointError
-from selfplay.core.cli import main
+from selfplay.core.commands.cli import main
+from selfplay.core.commands.play import bracketed, load_checkpoint_policy, play_in_terminal
 from selfplay.core.config import ConfigError
-from selfplay.core.lora import adapter_state_dict
-from selfplay.core.play import bracketed, load_checkpoint_policy, play_in_terminal
+from selfplay.core.models.lora import adapter_state_dict
+from selfplay.core.train.checkpoint import CheckpointError
 from selfplay.games.tictactoe import TicTacToe
 
 pexpect = pytest.importorskip("pexpect")
@@ -45,7 +45,7 @@ def spawn_play(*args: str) -> pexpect.spawn:
     env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "TERM": "dumb", "NO_COLOR": "1"}
     return pexpect.spawn(
         sys.executable,
-        ["-m", "selfplay.core.cli", "play", *args],
+        ["-m", "selfplay.core.commands.cli", "play", *args],
         env=env,
         encoding="utf-8",
         timeout=60,

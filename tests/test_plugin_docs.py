@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selfplay.core.scaffold import render_game_plugin
+from selfplay.core.commands.scaffold import render_game_plugin
 from selfplay.plugins import hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -49,7 +49,7 @@ def selfplay_cli(site: Path, *args: str, load: str | None = None, strict: bool =
     if strict:
         env["SELFPLAY_STRICT_PLUGINS"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "selfplay.core.cli", *args],
+        [sys.executable, "-m", "selfplay.core.commands.cli", *args],
         env=env,
         capture_output=True,
         text=True,

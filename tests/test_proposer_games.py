@@ -6,9 +6,9 @@ import csv
 
 import pytest
 
-from selfplay.core.cli import main
+from selfplay.api.policy import MockPolicy
+from selfplay.core.commands.cli import main
 from selfplay.core.evaluate import task_metrics
-from selfplay.core.policy import MockPolicy
 from selfplay.core.rollout import play
 from selfplay.games.math_proposer_solver import MathProposerSolver
 from selfplay.games.proposer_solver_judge import ProposerSolverJudge

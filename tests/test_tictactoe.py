@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.games.base import InvalidMoveRules
+from selfplay.api.game import InvalidMoveRules
 from selfplay.games.tictactoe import TicTacToe, TicTacToeState, minimax_value, render
 from selfplay.testing import scripted_playout
 

@@ -8,10 +8,17 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from selfplay.core.builtin_models import register_models
-from selfplay.core.tiny import build_tiny, load_tiny_policy, save_tiny
-from selfplay.core.tokenizer import BOS, EOS, PAD, UNK, build_char_tokenizer, render_plain_chat
-from selfplay.core.types import Message
+from selfplay.api.types import Message
+from selfplay.core.models.builtin import register_models
+from selfplay.core.models.tiny import build_tiny, load_tiny_policy, save_tiny
+from selfplay.core.models.tokenizer import (
+    BOS,
+    EOS,
+    PAD,
+    UNK,
+    build_char_tokenizer,
+    render_plain_chat,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from selfplay.core.cli import main
+from selfplay.api.verifier import Verdict, Verifier
+from selfplay.core.commands.cli import main
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.manager import registries
-from selfplay.verifiers.base import Verdict, Verifier
 from selfplay.verifiers.basic import Exact, Numeric, read_number
 from selfplay.verifiers.rules import Rules
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfplay.verifiers.base import STATUSES
+from selfplay.api.verifier import STATUSES
 from selfplay.verifiers.math_verifier import MathVerifier
 
 TIMEOUT = 2.0

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import Field
 
+from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.verifiers.answers import MAX_TEXT_CHARS, ParseError, extract_answer
-from selfplay.verifiers.base import Verdict, Verifier, VerifierOptions
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?(?:/\d+)?")
 SPACES = re.compile(r"\s+")

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import Field
 
+from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.base import Verdict, Verifier, VerifierOptions
 from selfplay.verifiers.code_sandbox import Limits, RunResult, run_sandboxed
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import Field
 
+from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.verifiers.answers import MAX_TEXT_CHARS
-from selfplay.verifiers.base import Verdict, Verifier, VerifierOptions
 from selfplay.verifiers.worker import Worker
 
 

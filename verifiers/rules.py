@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from selfplay.games.base import Game, GameState
+from selfplay.api.game import Game, GameState
+from selfplay.api.verifier import Verdict, Verifier
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.base import Verdict, Verifier
 
 
 class Rules(Verifier):

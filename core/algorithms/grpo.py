@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local
+from selfplay.api.estimator import Estimator, Reduce, Sample, local
 
 
 class GRPO(Estimator):

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 
 import torch
 
-from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local
+from selfplay.api.estimator import Estimator, Reduce, Sample, local
 from selfplay.core.config import ConfigError
 
-INVALID = "invalid"  # the part name of an invalid attempt's penalty (core/samples.py)
+INVALID = "invalid"  # the part name of an invalid attempt's penalty (core/train/samples.py)
 
 
 class LSP(Estimator):

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local, rewards_tensor
+from selfplay.api.estimator import Estimator, Reduce, Sample, local, rewards_tensor
 
 # baseline slots per role with ``per_opponent``; opponents are hashed into them
 OPPONENT_BUCKETS = 64

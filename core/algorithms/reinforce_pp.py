@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from selfplay.core.algorithms.base import Estimator, Reduce, Sample, local, rewards_tensor
+from selfplay.api.estimator import Estimator, Reduce, Sample, local, rewards_tensor
 
 
 class ReinforcePP(Estimator):

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from selfplay import Reward, hookimpl
-from selfplay.core.callbacks import Callback
+from selfplay.api.callback import Callback
 from selfplay.plugins import manager
 
 
@@ -64,6 +64,6 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     sys.modules["selfplay_test_plugin"] = sys.modules[__name__]
     manager.DEFAULT_PLUGINS = (*manager.DEFAULT_PLUGINS, "selfplay_test_plugin")
-    from selfplay.core.cli import main
+    from selfplay.core.commands.cli import main
 
     sys.exit(main(sys.argv[1:]))

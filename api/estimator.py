@@ -1,0 +1,68 @@
+"""What estimators see: one `Sample` per learner turn, and a way to reduce across processes."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from selfplay.api.types import Role
+
+# Sums a tensor over every training process (identity with one process).
+Reduce = Callable[[torch.Tensor], torch.Tensor]
+
+
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One learner turn ready for the update: what it saw, what it wrote, what that earned."""
+
+    game: str
+    role: Role
+    prompt_ids: tuple[int, ...]
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    reward: float  # the turn's return: the role's score, discounted by its later turns
+    group: tuple[int, ...]  # GRPO group key: samples of the same prompt
+    valid: bool = True
+    episode: int = 0  # position of its match in the batch: the turns of one match share it
+    # ``reward`` split by reward term label (``judge``, ``quality``; ``invalid`` for the
+    # penalty of an invalid attempt); the parts sum to ``reward``. Empty when not known.
+    parts: dict[str, float] = field(default_factory=dict)
+    # who held the match's other seats ("learner", "scripted:minimax", "snapshot:3"; several
+    # joined by "+"): RAE can keep one baseline per opponent (``per_opponent``)
+    opponent: str = ""
+
+
+class Estimator(ABC):
+    """Turns sample returns into advantages; ``None`` drops a sample from the update."""
+
+    @abstractmethod
+    def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
+        """One advantage per sample, in order."""
+
+    def bind(self, game: str, roles: Sequence[str]) -> None:
+        """Told once, before training, which game and roles the samples will come from.
+
+        Statistics reduced across processes must be reduced in the same order on every
+        process, even by one whose share of the matches lacks a role: keep to this list.
+        """
+        del game, roles
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state
+
+
+def rewards_tensor(samples: Sequence[Sample]) -> torch.Tensor:
+    # float64 on purpose: integer rewards must never make an integer tensor (advantages would
+    # silently truncate), and the statistics are reduced across processes exactly.
+    return torch.tensor([s.reward for s in samples], dtype=torch.float64)

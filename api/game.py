@@ -1,0 +1,226 @@
+"""The game contract: immutable rules (`Game`) split from one play-through (`GameState`).
+
+The split follows OpenSpiel: a `Game` holds rules and options and is safe to share; a
+`GameState` is a frozen, JSON-serialisable value, so thousands of matches run in lock-step and
+any match replays from its seed.
+
+Authors implement a handful of small methods (`initial`, `current_role`, `prompt`, `legal`,
+`apply`, `result`); the public verbs (`reset`, `to_act`, `observe`, `step`, `outcome`) live
+here and add the parts every game shares: answer parsing, the invalid-move policy and
+`max_turns`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selfplay.api.types import Message, Payoffs, Role
+
+# Longest model output a game looks at. Anything longer is judged on its tail, where the
+# answer must be anyway (the last answer span is the action).
+MAX_TEXT_CHARS = 4096
+
+
+class GameOptions(BaseModel):
+    """Options every game accepts; games subclass this and add their own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = Field(
+        default=20, ge=1, description="Accepted moves after which the match ends in a draw."
+    )
+
+
+class InvalidMoveRules(BaseModel):
+    """What happens when a player's output is not a legal action (shared by every game).
+
+    ``allowance`` retries are granted with the reason shown to the player (TextArena style);
+    the next invalid attempt forfeits the match: the offender gets ``penalty``, every other
+    role ``bonus``. The SPIRAL preset is ``allowance=0, penalty=-1.5, bonus=0.5``. A penalty
+    no better than a loss matters: with penalty equal to a loss, a side that is losing anyway
+    stops caring about legality.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowance: int = Field(default=0, ge=0, description="Retries after an invalid move.")
+    penalty: float = Field(default=-1.5, description="Payoff of the player who forfeits.")
+    bonus: float = Field(default=0.5, description="Payoff of each other player on a forfeit.")
+
+    @classmethod
+    def preset(cls, name: Literal["spiral", "strict", "lenient"]) -> InvalidMoveRules:
+        presets = {
+            "spiral": cls(allowance=0, penalty=-1.5, bonus=0.5),
+            "strict": cls(allowance=0, penalty=-2.0, bonus=0.0),
+            "lenient": cls(allowance=2, penalty=-1.5, bonus=0.5),
+        }
+        return presets[name]
+
+
+class GameState(BaseModel):
+    """Fields every state carries; games subclass it with their own (frozen) fields.
+
+    ``turn`` counts accepted moves; ``retries`` counts invalid attempts at the current move;
+    ``error`` is the reason the last attempt was rejected (shown to the player on a retry);
+    ``forfeit`` names the role that forfeited; ``invalid`` totals invalid attempts per role.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int
+    turn: int = 0
+    retries: int = 0
+    error: str | None = None
+    forfeit: Role | None = None
+    invalid: dict[Role, int] = Field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+
+# A scripted player: (game, state, role, rng) -> answer text, e.g. "[4]".
+Player = Callable[["Game", GameState, Role, random.Random], str]
+
+
+class InvalidAction(ValueError):
+    """Raised by a game's `parse` or `legal`; `step` turns it into a recorded invalid move."""
+
+
+class Game(ABC):
+    """Rules of one game. Subclasses set the class attributes and implement the hooks below."""
+
+    name: ClassVar[str]
+    roles: ClassVar[tuple[Role, ...]]
+    description: ClassVar[str]
+    Options: ClassVar[type[GameOptions]] = GameOptions
+    State: ClassVar[type[GameState]] = GameState
+    zero_sum: ClassVar[bool] = True
+    # The answer format, stated in every prompt; the last match in the text is the action.
+    answer_pattern: ClassVar[re.Pattern[str]] = re.compile(r"\[([^\[\]\n]{1,40})\]")
+    answer_hint: ClassVar[str] = "[move]"
+    # Scripted players: name -> function(game, state, role, rng) -> answer text.
+    players: ClassVar[dict[str, Player]] = {}
+    # Options a reward gets in this game unless the user sets them, by reward name, e.g.
+    # {"judge": {"mode": "pairwise"}} for a game that only a comparison of its roles decides.
+    reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def __init__(
+        self,
+        options: GameOptions | dict[str, Any] | None = None,
+        rules: InvalidMoveRules | None = None,
+    ) -> None:
+        if isinstance(options, dict) or options is None:
+            options = self.Options(**(options or {}))
+        self.options = options
+        self.rules = rules or InvalidMoveRules()
+
+    # ---- what authors implement -------------------------------------------------------------
+
+    @abstractmethod
+    def initial(self, seed: int, rng: random.Random) -> GameState:
+        """The state before the first move; chance (deals, values) is drawn from ``rng``."""
+
+    @abstractmethod
+    def current_role(self, state: GameState) -> Role | None:
+        """The role to move in a non-terminal state, or None when the rules say it is over."""
+
+    @abstractmethod
+    def prompt(self, state: GameState, role: Role) -> list[Message]:
+        """What ``role`` sees: its instructions and the part of the state it may observe."""
+
+    @abstractmethod
+    def legal(self, state: GameState, role: Role, action: str) -> str:
+        """Normalise a parsed action or raise InvalidAction with a reason a player can act on."""
+
+    @abstractmethod
+    def apply(self, state: GameState, role: Role, action: str) -> GameState:
+        """The state after a legal action (``turn`` is advanced by the caller)."""
+
+    @abstractmethod
+    def result(self, state: GameState) -> Payoffs | None:
+        """Payoffs when the rules end the match (win/loss/draw), otherwise None."""
+
+    def legal_actions(self, state: GameState, role: Role) -> list[str]:
+        """Legal answers, formatted as a player would write them; used by scripted players."""
+        return []
+
+    def signals(self, state: GameState) -> dict[str, float]:
+        """Numbers a game-signal reward may use (turns, invalid attempts, hints asked, ...)."""
+        return {"turns": float(state.turn), "invalid": float(sum(state.invalid.values()))}
+
+    # ---- the public verbs -------------------------------------------------------------------
+
+    def reset(self, seed: int) -> GameState:
+        return self.initial(seed, random.Random(seed))
+
+    def to_act(self, state: GameState) -> Role | None:
+        if state.forfeit is not None or state.turn >= self.options.max_turns:
+            return None
+        return self.current_role(state)
+
+    def observe(self, state: GameState, role: Role) -> list[Message]:
+        messages = self.prompt(state, role)
+        if state.error and self.to_act(state) == role:
+            last = messages[-1]
+            retry = f"Invalid move: {state.error} Try again."
+            messages = [*messages[:-1], Message(last.role, f"{retry}\n{last.content}")]
+        return messages
+
+    def parse(self, text: str) -> str:
+        """The last answer span in ``text``; InvalidAction when there is none."""
+        tail = text[-MAX_TEXT_CHARS:]
+        matches = self.answer_pattern.findall(tail)
+        if not matches:
+            raise InvalidAction(f"no answer in the form {self.answer_hint}.")
+        return matches[-1].strip()
+
+    def step(self, state: GameState, role: Role, text: str) -> GameState:
+        """Apply ``role``'s output. An unparsable or illegal action is recorded, never raised."""
+        return self.judge(state, role, text)[0]
+
+    def judge(self, state: GameState, role: Role, text: str) -> tuple[GameState, str | None]:
+        """`step`, also returning the normalised action (None when the attempt was invalid)."""
+        if self.to_act(state) != role:
+            raise ValueError(f"It is not {role!r}'s turn (to act: {self.to_act(state)!r}).")
+        action, reason = self.action_of(text, state, role)
+        if action is None:
+            return self._reject(state, role, reason or "invalid move."), None
+        moved = self.apply(state, role, action)
+        update = {"turn": state.turn + 1, "retries": 0, "error": None}
+        return moved.model_copy(update=update), action
+
+    def outcome(self, state: GameState) -> Payoffs | None:
+        if state.forfeit is not None:
+            return {
+                r: (self.rules.penalty if r == state.forfeit else self.rules.bonus)
+                for r in self.roles
+            }
+        result = self.result(state)
+        if result is not None:
+            return result
+        if state.turn >= self.options.max_turns:
+            return dict.fromkeys(self.roles, 0.0)
+        return None
+
+    def action_of(self, text: str, state: GameState, role: Role) -> tuple[str | None, str | None]:
+        """(normalised action, None) or (None, reason): how ``step`` would judge ``text``."""
+        try:
+            return self.legal(state, role, self.parse(text)), None
+        except InvalidAction as err:
+            return None, str(err)
+
+    def _reject(self, state: GameState, role: Role, reason: str) -> GameState:
+        invalid = {**state.invalid, role: state.invalid.get(role, 0) + 1}
+        if state.retries >= self.rules.allowance:
+            return state.model_copy(update={"forfeit": role, "error": reason, "invalid": invalid})
+        update = {"retries": state.retries + 1, "error": reason, "invalid": invalid}
+        return state.model_copy(update=update)
+
+    def state_from_json(self, text: str) -> GameState:
+        return self.State.model_validate_json(text)

@@ -1,0 +1,69 @@
+"""`selfplay eval`: measure a saved policy after the fact.
+
+    selfplay eval RUN_DIR                          greedy matches against every scripted player
+    selfplay eval RUN_DIR --metric exploitability  exact exploitability, for games that list
+                                                   their information sets (kuhn-poker, rps)
+
+For exploitability the policy is the checkpoint's last iterate; when the run kept a pool, the
+report adds the average policy of the pool as the run's opponent sampler mixed it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from selfplay.core.config import ConfigError
+from selfplay.core.train.build import build_game, build_sampler
+
+
+def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, Any]:
+    """``{"checkpoint": path, metric's results...}`` for a run folder or checkpoint folder."""
+    from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
+
+    _, found = find_checkpoint(source)
+    loaded = load_checkpoint_policy(source)
+    config = loaded.config
+    game = build_game(config)
+    report: dict[str, Any] = {"checkpoint": str(found), "game": config.game}
+    if metric == "exploitability":
+        report.update(_exploitability(game, loaded.policy, config, found))
+    elif metric == "matches":
+        from selfplay.core.evaluate import evaluate
+
+        results = evaluate(game, loaded.policy, matches=matches, seed=config.seed + 7919)
+        report["opponents"] = {
+            name: {key.rsplit("/", 1)[-1]: value for key, value in r.as_metrics().items()}
+            for name, r in results.items()
+        }
+    else:
+        raise ConfigError(f"Unknown --metric {metric!r}; choose matches or exploitability.")
+    return report
+
+
+def _exploitability(game: Any, policy: Any, config: Any, found: Path) -> dict[str, float]:
+    import torch
+
+    from selfplay.core.models.policy_table import is_tabular, policy_table
+
+    if not is_tabular(game):
+        raise ConfigError(
+            f"{game.name} does not list its information sets, so its exploitability cannot be "
+            "computed exactly; games that can: kuhn-poker, rock-paper-scissors."
+        )
+    table = policy_table(policy, game, config.generation.temperature)
+    report = {"exploitability/last": game.exploitability(table)}
+    state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
+    league = state.get("league") or {}
+    tables = league.get("tables") or {}
+    if tables:
+        sampler = build_sampler(config)
+        sampler.load_state_dict(state["sampler"])
+        members = league["pool"]["snapshots"]
+        mixture = sampler.mixture(members) or {}
+        named = [(tables[m], w) for m, w in mixture.items() if m in tables and w > 0]
+        if named:
+            chosen, weights = zip(*named, strict=True)
+            average = game.average_policy(list(chosen), list(weights))
+            report["exploitability/pool_average"] = game.exploitability(average)
+    return report

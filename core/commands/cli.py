@@ -1,0 +1,295 @@
+"""The `selfplay` command: a thin table of sub-commands that call functions living elsewhere.
+
+Exit codes: 0 success; 1 an unexpected error; 2 a configuration or plugin error (bad key,
+unknown name, broken plugin a run needs, a resume with nothing left to train); 3 training
+stopped after repeated non-finite losses (the last good checkpoint is kept); 4 a checkpoint
+could not be written or read; 130 interrupted by the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from selfplay import __version__
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    130,
+)
+
+
+RUN_FLAGS = (
+    "game",
+    "model",
+    "reward",
+    "opponent",
+    "estimator",
+    "iterations",
+    "matches",
+    "seed",
+    "out",
+    "name",
+)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from selfplay.core.config import build_config
+    from selfplay.core.train.loop import train
+    from selfplay.core.train.run_folder import resume_config
+
+    flags = {key: getattr(args, key) for key in RUN_FLAGS}
+    flags.update(_shorthand(args))
+    if args.resume:
+        changed = {k: v for k, v in flags.items() if v is not None and k != "iterations"}
+        if args.config or args.set:
+            changed["--config/--set"] = True
+        config = resume_config(args.resume, args.iterations, changed)
+    else:
+        config = build_config(args.config, flags, args.set or [])
+    train(config, Console(stderr=True))
+    return EXIT_OK
+
+
+def _shorthand(args: argparse.Namespace) -> dict[str, object]:
+    """Flags that set a key inside a section (``--cold-start 200`` is cold_start.steps)."""
+    sections: dict[str, object] = {}
+    if args.cold_start is not None:
+        sections["cold_start"] = {"steps": args.cold_start}
+    if args.eval_every is not None:
+        sections["eval"] = {"every": args.eval_every}
+    given = (
+        ("accelerator", args.accelerator),
+        ("devices", args.devices),
+        ("strategy", args.strategy),
+        ("precision", args.precision),
+    )
+    hardware = {k: v for k, v in given if v}
+    if hardware:
+        sections["hardware"] = hardware
+    if args.lora:
+        sections["lora"] = {"enabled": True}
+    return sections
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--game", help="registered game (see `selfplay games`); default tictactoe")
+    add("--model", help="registered model name or local HF model folder; default tiny")
+    add("--reward", help="reward expression; default outcome")
+    add("--opponent", help="opponent sampler, e.g. latest or fixed:random; default latest")
+    add("--estimator", help="advantage estimator; default rae")
+    add("--iterations", type=int, help="total iterations")
+    add("--matches", type=int, help="matches per iteration")
+    add("--seed", type=int, help="seed of the run")
+    add("--out", type=Path, help="folder that holds run folders; default runs")
+    add("--name", help="run folder name; default a timestamp")
+    add("--resume", type=Path, help="run folder to continue (--iterations is the new total)")
+    add("--cold-start", type=int, metavar="STEPS", help="supervised warm-up steps first")
+    add("--eval-every", type=int, metavar="N", help="evaluate every N iterations")
+    add("--accelerator", help="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps")
+    add("--devices", type=int, help="processes/devices (Lightning Fabric)")
+    add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
+    add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
+    add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
+    add("--config", type=Path, help="YAML file of config keys")
+    add(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a key, e.g. generation.temperature=0.7",
+    )
+
+
+def cmd_games(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.listing import family_members, games, games_table
+
+    if args.textarena:
+        names = family_members("textarena")
+        print(json.dumps(names, indent=2) if args.json else "\n".join(names))
+        return EXIT_OK
+    return _listing(args, games(), games_table)
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.listing import plugins, plugins_table
+
+    return _listing(args, plugins(), plugins_table)
+
+
+def cmd_rewards(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.listing import rewards, rewards_table
+
+    return _listing(args, rewards(), rewards_table)
+
+
+def cmd_verifiers(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.listing import verifiers, verifiers_table
+
+    return _listing(args, verifiers(), verifiers_table)
+
+
+def _listing(args: argparse.Namespace, rows: list, table: Callable[[list], Any]) -> int:
+    """Print what a listing command found: JSON with --json, else a rich table."""
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        Console().print(table(rows))
+    return EXIT_OK
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def add_games_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    parser.add_argument(
+        "--textarena",
+        action="store_true",
+        help="list the TextArena games (textarena:<id>) the installed extra offers",
+    )
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.scaffold import render_game_plugin
+
+    folder = render_game_plugin(args.name, args.dir)
+    print(f"Created {folder}. Next:")
+    # a bare name would make pip look on the package index: show a path
+    print(f"  pip install {folder if folder.is_absolute() else f'./{folder}'}")
+    print(f"  selfplay run --game {args.name}")
+    print("The game, its README and its tests are yours to change; docs/plugins.md guides you.")
+    return EXIT_OK
+
+
+def add_new_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=["game"], help="what to create: game (a game plugin)")
+    parser.add_argument("name", help="the game's name, lowercase kebab-case, e.g. my-duel")
+    parser.add_argument(
+        "--dir", type=Path, default=Path("."), help="folder to create selfplay-plugin-NAME in"
+    )
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.play import play_in_terminal
+
+    play_in_terminal(
+        game_name=args.game,
+        source=args.source,
+        opponent=args.opponent,
+        role=args.role,
+        seed=args.seed,
+        console=Console(),
+    )
+    return EXIT_OK
+
+
+def add_play_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("source", nargs="?", type=Path, metavar="RUN_DIR|CHECKPOINT", help="policy to play")
+    add("--game", help="game to play; default the run's game")
+    add("--as", dest="role", metavar="ROLE", help="your role; default the game's first role")
+    add("--opponent", metavar="scripted:PLAYER", help="play a scripted player instead")
+    add("--seed", type=int, default=0, help="seed of the match (deals, dice); default 0")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint
+
+    report = evaluate_checkpoint(args.source, args.metric, args.matches)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    print(f"{report['checkpoint']} ({report['game']})")
+    for key, value in report.items():
+        if key == "opponents":
+            for name, numbers in value.items():
+                shown = ("win_rate", "non_loss_rate", "mean_payoff", "invalid_rate")
+                cells = ", ".join(f"{k} {numbers[k]:.3f}" for k in shown)
+                print(f"  vs {name}: {cells}")
+        elif key not in ("checkpoint", "game"):
+            print(f"  {key}: {value:.4f}")
+    return EXIT_OK
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json(parser)
+    add = parser.add_argument
+    add("source", type=Path, metavar="RUN_DIR|CHECKPOINT", help="the policy to measure")
+    add("--metric", choices=["matches", "exploitability"], default="matches")
+    add("--matches", type=int, default=100, help="matches per scripted player (metric matches)")
+
+
+COMMANDS = {
+    "run": (cmd_run, "play (and train) a game by self-play", add_run_arguments),
+    "games": (cmd_games, "list the games plugins provide", add_games_arguments),
+    "plugins": (cmd_plugins, "list installed plugins and what they register", add_json),
+    "rewards": (cmd_rewards, "list the rewards plugins provide, with their options", add_json),
+    "verifiers": (cmd_verifiers, "list the verifiers plugins provide, with options", add_json),
+    "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
+    "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
+    "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from selfplay.plugins.manager import registries
+
+    parser = argparse.ArgumentParser(
+        prog="selfplay", description="Train language models by self-play."
+    )
+    parser.add_argument("--version", action="version", version=f"selfplay {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = dict(COMMANDS)
+    for entry in registries().commands:
+        command = entry.obj
+        commands.setdefault(command.name, (command.run, command.help, command.add_arguments))
+    for name, (func, help_text, add_arguments) in commands.items():
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        if add_arguments:
+            add_arguments(child)
+        child.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from selfplay.core.config import ConfigError
+    from selfplay.core.train.checkpoint import CheckpointError
+    from selfplay.core.train.update import NonFiniteLoss
+    from selfplay.plugins.registry import PluginError, UnknownName
+
+    err = Console(stderr=True)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            args = parser.parse_args(["run", *(argv or [])])
+        return int(args.func(args) or EXIT_OK)
+    except (ConfigError, PluginError, UnknownName) as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_CONFIG
+    except NonFiniteLoss as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_NONFINITE
+    except CheckpointError as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_CHECKPOINT
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""`selfplay play`: a person plays a game in the terminal against a checkpoint or a scripted player.
+
+The person sees exactly the prompt messages a model would see for their role (rules, the
+board, and after an invalid move the reason, as the game's invalid-move rules put it), types
+an answer, and the game judges it like any model output: the same parsing, the same retries
+and the same forfeit. Only one convenience is added: a move typed without its brackets
+(``4`` for ``[4]``) is wrapped in them when that makes it an answer.
+
+The trained policy is rebuilt from a run folder's latest checkpoint, or from one checkpoint
+folder inside it: the model named in the run's config.yaml, then the checkpoint's weights, or
+for a LoRA run its adapters on the same base (one per role when ``lora.per_role``). It plays
+greedily, its argmax answer, as in evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from selfplay.api.game import Game, GameState
+from selfplay.api.policy import Policy, Request, ScriptedPolicy
+from selfplay.api.types import Completion, Payoffs, Role
+from selfplay.core.config import ConfigError, RunConfig, explain
+from selfplay.core.rollout import match_rng
+from selfplay.core.train import checkpoint
+from selfplay.core.train.build import build_learner, split_spec
+from selfplay.plugins.manager import registries
+
+PROMPT = "your move> "
+
+
+@dataclass(frozen=True)
+class Opponent:
+    """Who plays the other roles, and the rules and options the match is played with."""
+
+    policy: Policy
+    label: str
+    config: RunConfig  # the run's config for a checkpoint; defaults for a scripted player
+
+
+def run_config(folder: Path) -> RunConfig:
+    path = folder / "config.yaml"
+    try:
+        return RunConfig.model_validate(yaml.safe_load(path.read_text()) or {})
+    except ValidationError as err:
+        raise ConfigError(
+            f"{path} is not a config this selfplay can read: {explain(err)}"
+        ) from None
+
+
+def find_checkpoint(source: Path) -> tuple[Path, Path]:
+    """(run folder, checkpoint folder) for a run folder or one of its checkpoint folders."""
+    source = Path(source)
+    if (source / "state.ckpt").is_file():
+        folder = source.parent.parent
+        if not (folder / "config.yaml").is_file():
+            raise ConfigError(
+                f"The checkpoint {source} is not inside a run folder (no config.yaml in "
+                f"{folder}); pass a checkpoint where `selfplay run` wrote it."
+            )
+        return folder, source
+    if (source / "config.yaml").is_file():
+        found = checkpoint.latest(source)
+        if found is None:
+            raise checkpoint.CheckpointError(
+                f"The run folder {source} has no complete checkpoint yet; let the run reach "
+                "its first checkpoint (checkpoint_every), or pass a checkpoint folder."
+            )
+        return source, found
+    raise ConfigError(
+        f"{source} is neither a run folder (with config.yaml) nor a checkpoint folder (with "
+        "state.ckpt); pass e.g. runs/NAME or runs/NAME/checkpoints/iter-000010."
+    )
+
+
+def load_checkpoint_policy(source: Path) -> Opponent:
+    """The learner as saved in ``source`` (a run folder or a checkpoint folder)."""
+    import torch
+
+    folder, found = find_checkpoint(source)
+    config = run_config(folder)
+    policy = build_learner(config)
+    try:
+        state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError) as err:
+        raise checkpoint.CheckpointError(f"Cannot read the checkpoint {found}: {err}.") from err
+    if config.lora.enabled:
+        _load_adapters(policy, config, state["adapters"])
+    else:
+        policy.model.load_state_dict(state["model"])
+    policy.model.eval()
+    policy.name = f"checkpoint {found.name}"
+    return Opponent(policy, f"the policy of {found}", config)
+
+
+def _load_adapters(policy: Any, config: RunConfig, adapters: dict[str, Any]) -> None:
+    """The run's base model, wrapped as in training, with the saved adapters on top."""
+    from selfplay.core.models.lora import apply_lora, load_adapter_state_dict, use_adapter
+
+    roles = registries().games.get(config.game).roles
+    policy.model = apply_lora(policy.model, config.lora, roles)
+    load_adapter_state_dict(policy.model, adapters)
+    if config.lora.per_role:
+        policy.role_context = lambda role: use_adapter(policy.model, role)
+
+
+def scripted_opponent(spec: str) -> Opponent:
+    kind, player = split_spec(spec)
+    if kind != "scripted" or not player:
+        raise ConfigError(
+            f"--opponent {spec!r}: expected scripted:<player>, e.g. scripted:random "
+            "(`selfplay games` lists each game's players)."
+        )
+    return Opponent(ScriptedPolicy(player), f"the scripted player {player!r}", RunConfig())
+
+
+class Human(Policy):
+    """A person at the terminal: shown each prompt, asked for one answer."""
+
+    def __init__(self, say: Callable[..., None], read: Callable[[str], str]) -> None:
+        self.name = "you"
+        self.say, self.read = say, read
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        return [Completion(text=self._ask(request)) for request in requests]
+
+    def _ask(self, request: Request) -> str:
+        self.say(f"\n--- your turn: you are {request.role} ---", style="bold")
+        for message in request.messages:
+            self.say(f"[{message.role}] {message.content}")
+        while True:
+            try:
+                text = self.read(PROMPT).strip()
+            except EOFError:
+                raise KeyboardInterrupt from None
+            if text:
+                return bracketed(request.game, text)
+
+
+def bracketed(game: Game, text: str) -> str:
+    """``text``, or ``[text]`` when only the bracketed form is an answer the game can read."""
+    if game.answer_pattern.search(text) is None and game.answer_pattern.search(f"[{text}]"):
+        return f"[{text}]"
+    return text
+
+
+def play_in_terminal(
+    *,
+    game_name: str | None,
+    source: Path | None = None,
+    opponent: str | None = None,
+    role: Role | None = None,
+    seed: int = 0,
+    console: Any,
+    read: Callable[[str], str] | None = None,
+) -> Payoffs:
+    """Play one match, the person against a checkpoint (``source``) or a scripted ``opponent``."""
+    if (source is None) == (opponent is None):
+        raise ConfigError(
+            "Name one opponent: a run folder or checkpoint folder (selfplay play runs/NAME), "
+            "or a scripted player (--opponent scripted:random)."
+        )
+    if source is not None:
+        rival = load_checkpoint_policy(source)
+        game_name = game_name or rival.config.game
+    else:
+        rival = scripted_opponent(opponent or "")
+        if game_name is None:
+            raise ConfigError("--game is needed with --opponent, e.g. --game tictactoe.")
+    game = _build_game(game_name, rival.config)
+    human_role = _human_role(game, role)
+    _check_rival(game, rival)
+
+    def say(text: str, style: str | None = None) -> None:
+        console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+    human = Human(say, read or console.input)
+    seats = {r: human if r == human_role else rival.policy for r in game.roles}
+    say(f"{game.name}: you are {human_role}, playing against {rival.label}.", style="bold")
+    state = _play(game, seats, seed, say)
+    return _show_result(game, state, human_role, say)
+
+
+def _build_game(name: str, config: RunConfig) -> Game:
+    game_cls = registries().games.get(name)
+    options = config.game_options if name == config.game else {}
+    return game_cls(options, rules=config.invalid_moves)
+
+
+def _human_role(game: Game, role: Role | None) -> Role:
+    if role is None:
+        return game.roles[0]
+    if role not in game.roles:
+        raise ConfigError(
+            f"--as {role!r}: {game.name} has the roles {', '.join(game.roles)}; pick one of them."
+        )
+    return role
+
+
+def _check_rival(game: Game, rival: Opponent) -> None:
+    policy = rival.policy
+    if isinstance(policy, ScriptedPolicy) and policy.player not in game.players:
+        known = ", ".join(sorted(game.players)) or "none"
+        raise ConfigError(
+            f"{game.name} has no scripted player {policy.player!r}; its players are: {known}."
+        )
+    if getattr(policy, "role_context", None) is None:
+        return
+    trained = registries().games.get(rival.config.game).roles
+    if not set(game.roles) <= set(trained):
+        raise ConfigError(
+            f"This checkpoint has one LoRA adapter per role of {rival.config.game} "
+            f"{list(trained)}; it cannot play the roles of {game.name} {list(game.roles)}. "
+            f"Play {rival.config.game} with it instead."
+        )
+
+
+def _play(game: Game, seats: dict[Role, Policy], seed: int, say: Callable[..., None]) -> GameState:
+    state, rng = game.reset(seed), match_rng(seed)
+    while (role := game.to_act(state)) is not None:
+        policy = seats[role]
+        request = Request(game, state, role, tuple(game.observe(state, role)), rng)
+        text = policy.act([request], greedy=True)[0].text
+        state, action = game.judge(state, role, text)
+        who = "you" if isinstance(policy, Human) else f"{role} ({policy.name})"
+        if action is not None:
+            say(f"{who} played {action!r}.")
+        else:
+            say(f"Invalid move by {who}: {text!r}: {state.error}", style="red")
+            if state.forfeit is None:
+                left = game.rules.allowance - state.retries + 1
+                say(f"{left} attempt(s) left at this move, then a forfeit.")
+    return state
+
+
+def _show_result(
+    game: Game, state: GameState, human_role: Role, say: Callable[..., None]
+) -> Payoffs:
+    payoffs = game.outcome(state) or {}
+    mine = payoffs.get(human_role, 0.0)
+    others = max((v for r, v in payoffs.items() if r != human_role), default=0.0)
+    verdict = "you win" if mine > others else "you lose" if mine < others else "a draw"
+    if state.forfeit is not None:
+        who = "you" if state.forfeit == human_role else state.forfeit
+        verdict += f" ({who} forfeited after an invalid move)"
+    scores = ", ".join(f"{r} {v:+g}" for r, v in payoffs.items())
+    say(f"\nResult: {verdict}. Payoffs: {scores}.", style="bold")
+    return payoffs

@@ -1,0 +1,358 @@
+"""A Hugging Face causal LM as a policy: batched, left-padded sampling with a KV cache.
+
+Why our own decoding loop rather than ``model.generate``: the rollout hot path needs the
+log-probability of every sampled token, per-row stopping, and sampling noise that belongs to
+the match rather than to the batch. The loop is short and uses the model's KV cache. It also
+runs the prompt prefix that every row shares (a game's rules, a role tag, a retry message)
+once instead of once per row: on a CPU, prefill dominates the cost of short answers, and this
+makes a lock-step tick about twice as fast as ``generate`` (see benchmarks/RESULTS.md).
+
+What a caller must know:
+
+- Prompt. The request's messages go through the tokenizer's chat template when it has one
+  (encoded without extra special tokens; the template places them), otherwise through the
+  plain role-tagged format of `selfplay.core.models.tokenizer.render_plain_chat` (encoded with the
+  tokenizer's special tokens, e.g. ``<bos>``). ``include_system=False`` drops system
+  messages. A prompt longer than ``max_prompt_tokens`` keeps its last tokens.
+  ``share_prefix=False`` turns off the shared-prefix prefill (e.g. for a model whose cache
+  cannot be repeated along the batch).
+- Stopping. A row stops at its first EOS (any id in the model's generation config or the
+  tokenizer's ``eos_token_id``) or after ``max_new_tokens``. ``token_ids`` INCLUDE that EOS,
+  so a trainer learns to stop; ``text`` is decoded without special tokens, so
+  ``tokenizer.decode(token_ids, skip_special_tokens=True) == text``.
+- Log-probabilities. ``logprobs[i] = log_softmax(logits / temperature)[token_ids[i]]`` with
+  the model's raw logits at that position: temperature-scaled, but NOT renormalised by top-p,
+  and the same definition for greedy decoding. A trainer recomputes it with one forward pass
+  over ``prompt_ids + token_ids``.
+- Randomness. Each row samples by the Gumbel-max trick with noise from its own
+  ``torch.Generator``, seeded from one draw of the request's ``rng`` (the match's generator,
+  so one draw per request) mixed with the policy's ``seed``. A match therefore samples the
+  same tokens whatever else shares its batch, up to floating-point differences that padding
+  can cause in near-ties. Reusing match seeds reuses the noise: give each match a fresh seed
+  (or change ``seed``) to get fresh samples.
+- Numerics. Padding and the shared-prefix prefill change logits only at rounding level
+  (~1e-6): greedy output of a row equals its batch-of-one output, and the logprobs match a
+  plain forward pass over ``prompt_ids + token_ids`` to 1e-4 (both are tested).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from selfplay.api.policy import Policy, Request
+from selfplay.api.types import Completion, Message
+from selfplay.core.models.tokenizer import render_plain_chat
+
+# A shared prompt prefix is run once when that saves at least this many token positions
+# (one extra batch-1 forward pass costs about as much as ~100 batched positions on a CPU).
+SHARED_PREFIX_MIN_SAVING = 256
+# Noise for several decoding steps is drawn at once, up to this many values per row.
+NOISE_CHUNK_VALUES = 1 << 16
+_MIX = 0x9E3779B97F4A7C15  # odd 64-bit constant that spreads the policy seed over all bits
+
+
+class HFPolicy(Policy):
+    """Completes requests with a causal LM held in memory (see the module doc for contracts)."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "hf",
+        max_new_tokens: int = 64,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        include_system: bool = True,
+        seed: int = 0,
+        max_prompt_tokens: int | None = None,
+        share_prefix: bool = True,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
+        if temperature <= 0:
+            raise ValueError(
+                f"temperature must be > 0 (use greedy=True for argmax), got {temperature}."
+            )
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.include_system = include_system
+        self.seed = seed
+        self.share_prefix = share_prefix
+        # set by the trainer when each role has its own adapter: role -> context manager
+        self.role_context: Callable[[str], AbstractContextManager[Any]] | None = None
+        self.max_prompt_tokens = max_prompt_tokens or _default_prompt_limit(model, max_new_tokens)
+        self.stop_ids = _stop_ids(model, tokenizer)
+        self._cache_kwarg = _cache_kwarg(model)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else min(self.stop_ids, default=0)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        *,
+        dtype: Any = None,
+        device: str | None = None,
+        attn_implementation: str | None = None,
+        **options: Any,
+    ) -> HFPolicy:
+        """Load a local model folder (or an already-cached hub name); never downloads.
+
+        ``attn_implementation`` is passed to Hugging Face (``sdpa``, ``eager``,
+        ``flash_attention_2``); None keeps the model's default.
+        """
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                path, local_files_only=True, dtype=dtype, **extra
+            )
+        except ImportError as err:
+            raise ImportError(
+                f"model_options.attn_implementation={attn_implementation!r} cannot be used "
+                f"here ({err}). flash_attention_2 needs a CUDA GPU and the flash-attn package "
+                "(pip install 'selfplay-rl[gpu]'); 'sdpa' needs nothing extra."
+            ) from err
+        if device is not None:
+            model = model.to(device)
+        model.eval()
+        options.setdefault("name", Path(str(path)).name or "hf")
+        return cls(model, tokenizer, **options)
+
+    # ---- prompts -------------------------------------------------------------------------
+
+    def render(self, messages: Sequence[Message]) -> str:
+        """The prompt text for one request's messages (chat template or plain role tags)."""
+        if not self.include_system:
+            messages = [m for m in messages if m.role != "system"]
+        if self.tokenizer.chat_template:
+            return self.tokenizer.apply_chat_template(
+                [m.as_dict() for m in messages], tokenize=False, add_generation_prompt=True
+            )
+        return render_plain_chat(messages)
+
+    def encode(self, requests: Sequence[Request]) -> list[list[int]]:
+        """Prompt token ids per request, left-truncated to ``max_prompt_tokens``."""
+        texts = [self.render(req.messages) for req in requests]
+        special = not self.tokenizer.chat_template
+        ids = self.tokenizer(texts, add_special_tokens=special, return_attention_mask=False)
+        return [row[-self.max_prompt_tokens :] for row in ids["input_ids"]]
+
+    # ---- acting --------------------------------------------------------------------------
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        if not requests:
+            return []
+        if self.role_context is not None:  # e.g. one LoRA adapter per role: one call per role
+            out: list[Completion | None] = [None] * len(requests)
+            for role in sorted({req.role for req in requests}):
+                index = [i for i, req in enumerate(requests) if req.role == role]
+                with self.role_context(role):
+                    done = self._act([requests[i] for i in index], greedy)
+                for i, completion in zip(index, done, strict=True):
+                    out[i] = completion
+            return out  # type: ignore[return-value]
+        return self._act(requests, greedy)
+
+    def _act(self, requests: Sequence[Request], greedy: bool) -> list[Completion]:
+        prompts = self.encode(requests)
+        seeds = [(req.rng.getrandbits(64) ^ (self.seed * _MIX)) % (1 << 63) for req in requests]
+        tokens, logprobs = self.generate(prompts, seeds, greedy=greedy)
+        texts = self.tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        return [
+            Completion(text=text, token_ids=tuple(t), logprobs=tuple(lp), prompt_ids=tuple(p))
+            for text, t, lp, p in zip(texts, tokens, logprobs, prompts, strict=True)
+        ]
+
+    @torch.inference_mode()
+    def generate(
+        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], *, greedy: bool = False
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        """Sample continuations of token-id prompts: (token ids, their logprobs) per row."""
+        was_training = self.model.training  # sample without dropout, then restore
+        if was_training:
+            self.model.eval()
+        try:
+            return self._decode(prompts, seeds, greedy)
+        finally:
+            if was_training:
+                self.model.train()
+
+    def _decode(
+        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], greedy: bool
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        device = self.model.device
+        cache = DynamicCache(config=self.model.config)
+        logits, mask, position = self._prefill(prompts, cache)
+        vocab = logits.shape[-1]
+        noise = None if greedy else _RowNoise(seeds, vocab, self.max_new_tokens, device)
+        stop = torch.tensor(sorted(self.stop_ids), device=device, dtype=torch.long)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
+        steps_tokens, steps_logps = [], []
+        for step in range(self.max_new_tokens):
+            token, logp = self._choose(logits, noise, step)
+            steps_tokens.append(token)
+            steps_logps.append(logp)
+            done |= torch.isin(token, stop)
+            if bool(done.all()) or step + 1 == self.max_new_tokens:
+                break
+            mask = torch.cat([mask, mask.new_ones(len(prompts), 1)], dim=-1)
+            position = position + 1
+            logits = self._forward(token[:, None], mask, position, cache)
+        return _trim(torch.stack(steps_tokens, 1), torch.stack(steps_logps, 1), stop)
+
+    def _prefill(
+        self, prompts: Sequence[Sequence[int]], cache: DynamicCache
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Fill the cache with the prompts: (last logits, attention mask, last position).
+
+        The prefix every prompt shares (a game's rules, a role tag, a retry message) is run
+        once and its cache copied to every row; each row's remainder is left-padded after it,
+        so padding sits between the shared prefix and the row's own tokens, masked out.
+        """
+        device, rows = self.model.device, len(prompts)
+        shared = _shared_prefix_length(prompts) if self.share_prefix else 0
+        if shared * (rows - 1) < SHARED_PREFIX_MIN_SAVING:
+            shared = 0
+        if shared:
+            prefix = torch.tensor([list(prompts[0][:shared])], dtype=torch.long, device=device)
+            ones = torch.ones_like(prefix)
+            self._forward(prefix, ones, torch.arange(shared, device=device)[None], cache)
+            cache.batch_repeat_interleave(rows)
+        ids, own_mask = _left_pad([p[shared:] for p in prompts], self.pad_id, device)
+        positions = shared + (own_mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([own_mask.new_ones(rows, shared), own_mask], dim=-1)
+        logits = self._forward(ids, mask, positions, cache)
+        return logits, mask, positions[:, -1:]
+
+    def _forward(
+        self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: DynamicCache
+    ) -> torch.Tensor:
+        """Float logits at the last position of each row, extending ``cache``."""
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kwarg: cache},
+        )
+        return out.logits[:, -1].float()
+
+    def _choose(
+        self, logits: torch.Tensor, noise: _RowNoise | None, step: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Next token per row and its log-probability under the temperature-scaled logits."""
+        if self.temperature != 1.0:
+            logits = logits / self.temperature
+        logp = torch.log_softmax(logits, dim=-1)
+        if noise is None:
+            token = logp.argmax(-1)
+        else:
+            scores = _top_p_filter(logp, self.top_p) if self.top_p < 1.0 else logp
+            token = (scores + noise.gumbel(step)).argmax(-1)
+        return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+class _RowNoise:
+    """Gumbel noise per row from the row's own generator, drawn a chunk of steps at a time."""
+
+    def __init__(
+        self, seeds: Sequence[int], vocab_size: int, steps: int, device: torch.device
+    ) -> None:
+        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        self.vocab_size = vocab_size
+        self.device = device
+        self.chunk = max(1, min(steps, NOISE_CHUNK_VALUES // vocab_size))
+        self.start = -1
+        self.block: torch.Tensor | None = None
+
+    def gumbel(self, step: int) -> torch.Tensor:
+        if self.block is None or step >= self.start + self.chunk:
+            shape = (self.chunk, self.vocab_size)
+            uniform = torch.stack([torch.rand(shape, generator=g) for g in self.generators])
+            tiny = torch.finfo(uniform.dtype).tiny
+            self.block = -torch.log(-torch.log(uniform.clamp_(min=tiny))).to(self.device)
+            self.start = step
+        return self.block[:, step - self.start]
+
+
+def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Log-probabilities outside the smallest set with mass >= top_p set to -inf."""
+    sorted_logp, order = logp.sort(dim=-1, descending=True)
+    mass_before = sorted_logp.exp().cumsum(-1) - sorted_logp.exp()
+    drop_sorted = mass_before >= top_p  # the first token is always kept
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logp.masked_fill(drop, float("-inf"))
+
+
+def _shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Tokens all prompts start with, leaving every prompt at least one token of its own."""
+    rows = [list(p) for p in prompts]
+    low, high = min(rows), max(rows)  # a prefix shared by these two is shared by all rows
+    common = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
+    return max(0, min(common, min(len(row) for row in rows) - 1))
+
+
+def _left_pad(
+    prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        if prompt:
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _trim(
+    tokens: torch.Tensor, logps: torch.Tensor, stop: torch.Tensor
+) -> tuple[list[list[int]], list[list[float]]]:
+    """Cut every row just after its first stop token."""
+    is_stop = torch.isin(tokens, stop)
+    first = is_stop.int().argmax(-1)
+    lengths = torch.where(is_stop.any(-1), first + 1, tokens.shape[1]).tolist()
+    token_rows, logp_rows = tokens.tolist(), logps.tolist()
+    return (
+        [row[:n] for row, n in zip(token_rows, lengths, strict=True)],
+        [row[:n] for row, n in zip(logp_rows, lengths, strict=True)],
+    )
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    config_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in (config_eos, tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(int(v) for v in value)
+    return ids
+
+
+def _cache_kwarg(model: Any) -> str:
+    """``cache`` in recent transformers, ``past_key_values`` before (and for other models)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def _default_prompt_limit(model: Any, max_new_tokens: int) -> int:
+    context = getattr(model.config, "max_position_embeddings", None) or 1 << 20
+    return max(1, context - max_new_tokens)

@@ -1,0 +1,101 @@
+"""The policies model-based rewards (judges) ask for by name.
+
+- ``learner``: the model being trained, judging itself (Self-Rewarding LMs).
+- ``reference``: the learner's frozen starting point (as the cold start left it), the
+  default judge. Without LoRA it is the loop's frozen copy of the model (kept, saved and
+  restored with checkpoints whenever a reward or the KL term needs it); with LoRA it is the
+  same base with the cold start's adapter weights swapped in (``lora_reference()``, or the
+  adapters off when it gives None), so no second copy of the weights exists.
+- anything else: a registered model name or a local model folder, loaded once.
+
+A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
+tokenizer and sampling settings; the learner's and the reference's weights are shared, never
+copied here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from selfplay.api.policy import Policy
+from selfplay.core.config import ConfigError, RunConfig
+
+
+class RewardModels:
+    """``models(name, max_new_tokens=None) -> Policy``, each made once."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        learner: Policy,
+        reference: Any = None,
+        lora_reference: Callable[[], Any] = lambda: None,
+    ) -> None:
+        self.config, self.learner, self.reference = config, learner, reference
+        self.lora_reference = lora_reference
+        self._made: dict[tuple[str, int | None], Policy] = {}
+
+    def __call__(self, name: str, *, max_new_tokens: int | None = None) -> Policy:
+        key = (name, max_new_tokens)
+        if key not in self._made:
+            self._made[key] = self._make(name, max_new_tokens)
+        return self._made[key]
+
+    def _make(self, name: str, max_new_tokens: int | None) -> Policy:
+        if name == "learner":
+            return self._sharing(self._learner_model(name), name, max_new_tokens)
+        if name == "reference":
+            if self.config.lora.enabled:
+                from selfplay.core.models.lora import reference_logits_context
+
+                model = self._learner_model(name)
+                policy = self._sharing(model, name, max_new_tokens)
+                policy.role_context = lambda _role: reference_logits_context(
+                    model, self.lora_reference()
+                )
+                return policy
+            if self.reference is None:
+                raise ConfigError(
+                    "A reward asks for the 'reference' model, but this run keeps no frozen "
+                    "reference; the loop must be given one (RewardModels(reference=...))."
+                )
+            return self._sharing(self.reference, name, max_new_tokens)
+        from selfplay.core.train.build import build_learner
+
+        generation = self.config.generation.model_copy(
+            update={"max_new_tokens": max_new_tokens or self.config.generation.max_new_tokens}
+        )
+        other = self.config.model_copy(
+            update={"model": name, "model_options": {}, "generation": generation}
+        )
+        policy = build_learner(other)
+        policy.name = f"judge:{name}"
+        return policy
+
+    def _learner_model(self, name: str) -> Any:
+        model = getattr(self.learner, "model", None)
+        if model is None or not hasattr(self.learner, "tokenizer"):
+            raise ConfigError(
+                f"The {name!r} judge needs a Hugging Face learner, but the learner "
+                f"{type(self.learner).__name__} has no model and tokenizer; name a model "
+                "folder as the judge instead."
+            )
+        return model
+
+    def _sharing(self, model: Any, name: str, max_new_tokens: int | None) -> Policy:
+        """A policy on ``model`` with the learner's tokenizer and settings (weights shared)."""
+        from selfplay.core.models.hf_policy import HFPolicy
+
+        learner = self.learner
+        return HFPolicy(
+            model,
+            learner.tokenizer,
+            name=f"judge:{name}",
+            max_new_tokens=max_new_tokens or learner.max_new_tokens,
+            temperature=learner.temperature,
+            top_p=learner.top_p,
+            include_system=learner.include_system,
+            seed=learner.seed,
+            share_prefix=learner.share_prefix,
+        )

@@ -1,0 +1,88 @@
+"""From finished episodes to training samples: the learner's turns and their returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from selfplay.api.estimator import Sample
+from selfplay.api.reward import EpisodeScores, RoleScores
+from selfplay.api.types import Episode
+
+
+def episode_samples(
+    episodes: Sequence[Episode],
+    scores: Sequence[EpisodeScores | RoleScores],
+    learner: str,
+    gamma: float = 1.0,
+    invalid_reward: float | None = None,
+) -> list[Sample]:
+    """Every turn the learner generated, with its return: role score plus turn score.
+
+    A turn followed by k more turns of the same role in its match earns ``gamma**k * score``
+    of its role's score (SPIRAL's per-turn discount), plus its own turn score undiscounted
+    (``scores`` may be plain role scores, with no turn scores). An invalid attempt earns
+    ``invalid_reward`` instead of the role part, when given: with retries allowed, an invalid
+    attempt followed by a win must not be reinforced. A turn whose role score and turn score
+    are both None (no reward applies) and turns without generated tokens (scripted seats)
+    yield no sample. Each sample records its match's position in ``episodes`` and its return
+    split by reward term (``Sample.parts``), which LSP's challenger advantage needs.
+    """
+    samples: list[Sample] = []
+    for index, (episode, scored) in enumerate(zip(episodes, scores, strict=True)):
+        if not isinstance(scored, EpisodeScores):
+            scored = EpisodeScores(scored, (None,) * len(episode.turns))
+        mine: list[Sample] = []
+        later: dict[str, int] = {}
+        for i in reversed(range(len(episode.turns))):
+            turn, turn_score = episode.turns[i], scored.turns[i]
+            k = later.get(turn.role, 0)
+            later[turn.role] = k + 1
+            score = scored.roles.get(turn.role)
+            if turn.seat != learner or not turn.token_ids:
+                continue
+            if score is None and turn_score is None:
+                continue
+            penalty = None
+            if invalid_reward is not None and not turn.valid:
+                penalty = score = float(invalid_reward)
+                gamma_k = 1.0
+            else:
+                gamma_k = gamma**k
+            mine.append(
+                Sample(
+                    game=episode.game,
+                    role=turn.role,
+                    prompt_ids=turn.prompt_ids,
+                    token_ids=turn.token_ids,
+                    logprobs=turn.logprobs,
+                    reward=(0.0 if score is None else float(score) * gamma_k) + (turn_score or 0.0),
+                    group=turn.prompt_ids,
+                    valid=turn.valid,
+                    episode=index,
+                    parts=_parts(scored, turn.role, i, gamma_k, penalty),
+                    opponent=_opponents(episode, turn.role),
+                )
+            )
+        samples.extend(reversed(mine))
+    return samples
+
+
+def _parts(
+    scored: EpisodeScores, role: str, index: int, discount: float, penalty: float | None
+) -> dict[str, float]:
+    """Turn ``index``'s return split by reward term, computed like the return itself."""
+    parts: dict[str, float] = {}
+    for label, part in scored.parts.items():
+        role_score = None if penalty is not None else part.roles.get(role)
+        turn_score = part.turns[index]
+        if role_score is None and turn_score is None:
+            continue
+        parts[label] = (0.0 if role_score is None else role_score * discount) + (turn_score or 0.0)
+    if penalty is not None and scored.parts:
+        parts["invalid"] = penalty
+    return parts
+
+
+def _opponents(episode: Episode, role: str) -> str:
+    """The holders of the match's other seats, e.g. ``scripted:minimax``, sorted."""
+    return "+".join(sorted(holder for r, holder in episode.seats.items() if r != role))
