@@ -1,49 +1,71 @@
-"""Callbacks: per-iteration work that plugins add to the loop (snapshots, ratings, reports).
+"""Callbacks: per-iteration work that plugins add to the loop (monitors, schedules, filters).
 
 Pluggy finds callbacks at start-up (``register_callbacks``); the loop then calls them
 directly, so nothing plugin-related runs per iteration. A run names the callbacks it wants in
 its config (``callbacks: [name, ...]``) and may pass each one options
-(``callback_options: {name: {option: value}}``), given to its factory as keyword arguments.
+(``callback_options: {name: {option: value}}``), given to its factory as keyword arguments
+and validated by the callback's ``Options`` class.
+
+What a callback receives from the run is a `RunView` (config, game, learner, run folder,
+iteration, ...), never the trainer itself. A callback with state returns it from
+``state_dict`` (plain Python values and tensors); the loop saves it in every checkpoint and
+hands it back through ``load_state_dict`` on resume, before ``on_train_start``.
+
+Every method is called on every process, with every process's episodes, so callbacks that
+update state from episodes stay identical across processes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from selfplay.api.options import Options, parse_options
+
+if TYPE_CHECKING:
+    from selfplay.api.run_view import RunView
+    from selfplay.api.types import Episode
 
 
 class Callback:
-    """Override what you need; every method is called on every process."""
+    """Override what you need. ``view.iteration`` is the iteration being run (0 before any)."""
 
-    def on_train_start(self, trainer: Any) -> None:
-        """After set-up and the first evaluation, before the first iteration."""
+    name: ClassVar[str] = "callback"
+    Options: ClassVar[type[Options]] = Options
+
+    def __init__(self, **options: Any) -> None:
+        self.options = parse_options(
+            type(self).Options, self.name, f"callback_options.{self.name}", options
+        )
+
+    def on_train_start(self, view: RunView) -> None:
+        """After set-up (and a resume's ``load_state_dict``), before the first iteration."""
+
+    def on_episodes(self, view: RunView, episodes: Sequence[Episode]) -> Sequence[Episode]:
+        """This process's matches of the iteration, before rewards and samples are made.
+
+        Return the episodes to train on: drop some (a safety screen) or redact them. They are
+        this process's share only; what is dropped here is still written to episodes.jsonl.
+        """
+        return episodes
 
     def on_iteration_metrics(
-        self, trainer: Any, iteration: int, episodes: list[Any], row: dict[str, Any]
+        self, view: RunView, episodes: Sequence[Episode], row: dict[str, Any]
     ) -> None:
         """Before the iteration's row is logged (evaluation metrics included): a monitor adds
         its columns to ``row`` here. ``episodes`` are every process's matches of the iteration.
         """
 
-    def on_iteration_end(self, trainer: Any, iteration: int, row: dict[str, Any]) -> None:
+    def on_iteration_end(self, view: RunView, row: dict[str, Any]) -> None:
         """After the iteration's update, logging and checkpoint; ``row`` holds its metrics."""
 
-    def on_train_end(self, trainer: Any, result: Any) -> None:
+    def on_train_end(self, view: RunView, result: Any) -> None:
         """After the final evaluation."""
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must hold to resume this callback exactly (empty: stateless)."""
+        return {}
 
-def parse_options(options_cls: type[BaseModel], callback: str, options: dict[str, Any]) -> Any:
-    """A callback's options validated by its pydantic class; a bad key reads as one sentence."""
-    try:
-        return options_cls(**options)
-    except ValidationError as err:
-        problems = []
-        for problem in err.errors():
-            key = ".".join(str(p) for p in problem["loc"])
-            if problem["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(options_cls.model_fields))
-                problems.append(f"{callback} has no option {key!r}; its options are: {valid}.")
-            else:
-                problems.append(f"callback_options.{callback}.{key}: {problem['msg']}.")
-        raise ValueError(" ".join(problems)) from None
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned; called before ``on_train_start``."""
+        del state

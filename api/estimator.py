@@ -5,14 +5,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-
+from selfplay.api.options import Options
 from selfplay.api.types import Role
 
+if TYPE_CHECKING:  # torch is imported where tensors are made, so `import selfplay` stays light
+    import torch
+
 # Sums a tensor over every training process (identity with one process).
-Reduce = Callable[[torch.Tensor], torch.Tensor]
+Reduce = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 def local(tensor: torch.Tensor) -> torch.Tensor:
@@ -41,7 +43,18 @@ class Sample:
 
 
 class Estimator(ABC):
-    """Turns sample returns into advantages; ``None`` drops a sample from the update."""
+    """Turns sample returns into advantages; ``None`` drops a sample from the update.
+
+    Options arrive as keyword arguments (``estimator_options``) and are validated by the
+    estimator's ``Options`` class, a pydantic model whose descriptions `selfplay estimators`
+    prints.
+    """
+
+    name: ClassVar[str] = "estimator"
+    Options: ClassVar[type[Options]] = Options
+
+    def __init__(self, **options: Any) -> None:
+        self.options = type(self).Options(**options)
 
     @abstractmethod
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
@@ -63,6 +76,8 @@ class Estimator(ABC):
 
 
 def rewards_tensor(samples: Sequence[Sample]) -> torch.Tensor:
+    import torch
+
     # float64 on purpose: integer rewards must never make an integer tensor (advantages would
     # silently truncate), and the statistics are reduced across processes exactly.
     return torch.tensor([s.reward for s in samples], dtype=torch.float64)

@@ -109,16 +109,22 @@ class Game(ABC):
     # Options a reward gets in this game unless the user sets them, by reward name, e.g.
     # {"judge": {"mode": "pairwise"}} for a game that only a comparison of its roles decides.
     reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    # True when the rules consult a verifier: the run then hands the game ``verifiers``, a
+    # ``(name, options) -> Verifier`` factory shared by everything in the run.
+    uses_verifier: ClassVar[bool] = False
 
     def __init__(
         self,
         options: GameOptions | dict[str, Any] | None = None,
         rules: InvalidMoveRules | None = None,
+        *,
+        verifiers: Callable[[str, dict[str, Any]], Any] | None = None,
     ) -> None:
         if isinstance(options, dict) or options is None:
             options = self.Options(**(options or {}))
         self.options = options
         self.rules = rules or InvalidMoveRules()
+        self.verifiers = verifiers
 
     # ---- what authors implement -------------------------------------------------------------
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from selfplay.api.options import Options
 
 LEARNER = "learner"
 SNAPSHOT = "snapshot"
@@ -41,10 +43,25 @@ def is_snapshot(name: str) -> bool:
 
 
 class OpponentSampler(ABC):
-    """Picks a seat holder for an opponent seat; may learn from finished matches."""
+    """Picks a seat holder for an opponent seat; may learn from finished matches.
 
+    Options arrive as keyword arguments (``opponent_options``) and are validated by the
+    sampler's ``Options`` class; ``positional`` names the option that ``--opponent NAME:ARG``
+    sets (``pool:0.5`` is ``p_latest=0.5``).
+    """
+
+    name: ClassVar[str] = "sampler"
+    Options: ClassVar[type[Options]] = Options
+    positional: ClassVar[str | None] = None
     #: True when the sampler draws from the pool of snapshots: the loop then takes them.
     uses_pool: bool = False
+
+    def __init__(self, **options: Any) -> None:
+        self.options = type(self).Options(**options)
+
+    def check(self, game: Any) -> None:
+        """Refuse, before any work, a setting this game cannot play (a missing player)."""
+        del game
 
     @abstractmethod
     def sample(self, members: Sequence[str], rng: random.Random) -> str:

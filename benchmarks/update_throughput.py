@@ -1,7 +1,7 @@
 """Update-step throughput: our policy-gradient update vs a raw PyTorch training step.
 
 Both process the same token batch (tic-tac-toe-shaped samples: a ~44-token prompt and a
-4-token answer) on the same `tiny` model: ours through `core.update.Updater` (scoring,
+4-token answer) on the same `tiny` model: ours through `core/train/update.py`'s Updater (scoring,
 clipped policy-gradient loss, entropy, gradient clipping, AdamW); the raw one is
 forward + cross-entropy on the answer tokens + backward + AdamW. Tokens/s counts every token
 forwarded (prompt and answer). Prints the ratio last; the target is >= 0.85.
@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 
 from selfplay.api.estimator import Sample
-from selfplay.core.algorithms.policy_gradient import pack
-from selfplay.core.config import TrainConfig
+from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.core.algorithms.pg import PolicyGradient
+from selfplay.core.models.scoring import pack
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.train.update import Updater
 
@@ -64,16 +65,18 @@ def ours(samples, args: argparse.Namespace) -> tuple[float, int]:
     model = build_model(args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model, optimizer = fabric.setup(model, optimizer)
-    config = TrainConfig(minibatch_size=minibatch, entropy_coef=0.01)
-    updater = Updater(model, optimizer, config, 0, fabric.backward, fabric.clip_gradients)
+    objective = PolicyGradient()
+    objective.bind(TrainSettings(entropy_coef=0.01))
+    updater = Updater(model, optimizer, objective, 0, fabric.backward, fabric.clip_gradients)
     advantages = [float(s.reward) for s in samples]
+    items = objective.prepare(IterationData(samples, advantages))
     generator = torch.Generator().manual_seed(0)
     chunks = -(-len(samples) // minibatch)
-    updater.update(samples, advantages, generator, chunks)  # warm-up
+    updater.update(items, generator, chunks)  # warm-up
     synchronize(args.device)
     start = time.perf_counter()
     for _ in range(rounds):
-        updater.update(samples, advantages, generator, chunks)
+        updater.update(items, generator, chunks)
     synchronize(args.device)
     return time.perf_counter() - start, rounds * sum(len(s.prompt_ids) + 4 for s in samples)
 

@@ -25,7 +25,7 @@ class GenerationConfig(BaseModel):
 
 
 class TrainConfig(BaseModel):
-    """The policy-gradient update (see core/algorithms/policy_gradient.py)."""
+    """The update's settings, read by every objective (see core/algorithms/pg.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -164,8 +164,19 @@ class RunConfig(BaseModel):
         default_factory=dict, description="Sampler options, e.g. p_latest for 'pool'."
     )
     pool: PoolConfig = Field(default_factory=PoolConfig)
-    estimator: str = Field(default="rae", description="Advantage estimator.")
-    estimator_options: dict[str, Any] = Field(default_factory=dict, description="e.g. decay.")
+    estimator: str = Field(
+        default="rae", description="Advantage estimator (`selfplay estimators`)."
+    )
+    estimator_options: dict[str, Any] = Field(
+        default_factory=dict, description="The estimator's options, e.g. {decay: 0.9}."
+    )
+    objective: str = Field(
+        default="pg",
+        description="What the update minimises (`selfplay objectives`): pg (policy gradient).",
+    )
+    objective_options: dict[str, Any] = Field(
+        default_factory=dict, description="The objective's options."
+    )
     train: TrainConfig = Field(default_factory=TrainConfig)
     cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)

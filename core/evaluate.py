@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from rich.table import Table
 
 from selfplay.api.game import Game
-from selfplay.api.policy import Policy, ScriptedPolicy
-from selfplay.api.types import Episode, Role
+from selfplay.api.policy import Policy, Request, ScriptedPolicy
+from selfplay.api.tasks import TASK_SPLITS, TaskGame
+from selfplay.api.types import Completion, Episode, Role
 from selfplay.core.rollout import play, seatings_for
 from selfplay.core.stats import wilson
 
@@ -114,23 +115,43 @@ def evaluate(
     return results
 
 
-TASK_SPLITS = ("held_out", "transfer")
-
-
 def task_metrics(game: Game, policy: Policy, limit: int, seed: int = 0) -> dict[str, float]:
-    """``eval/{split}/{name}`` from a game's optional ``evaluate_tasks`` (empty without one).
+    """``eval/{split}/accuracy|tasks|void`` for a `TaskGame` (empty for any other game).
 
     Games that generate tasks (proposer/solver games) measure the solver greedily on a fixed
     bank: the ``held_out`` split never trained on, and a ``transfer`` topic never trained on.
+    Each task is played through the rollout engine from its start state; other roles answer
+    the game's ``task_reply``. Void tasks (a verifier timeout) are counted, not scored.
     """
-    hook = getattr(game, "evaluate_tasks", None)
-    if hook is None:
+    if not isinstance(game, TaskGame):
         return {}
-    return {
-        f"eval/{split}/{name}": float(value)
-        for split in TASK_SPLITS
-        for name, value in hook(policy, split, limit, seed).items()
-    }
+    row: dict[str, float] = {}
+    replies = _TaskReplies()
+    for split in TASK_SPLITS:
+        states = game.task_states(split, limit, seed)
+        if not states:
+            continue
+        seatings = [
+            {role: policy if role == game.task_role else replies for role in game.roles}
+            for _ in states
+        ]
+        seeds = [state.seed for state in states]
+        episodes = play(game, seatings, seeds, greedy=True, starts=states)
+        verdicts = [game.task_solved(game.State.model_validate(ep.state)) for ep in episodes]
+        counted = [v for v in verdicts if v is not None]
+        row[f"eval/{split}/accuracy"] = sum(counted) / len(counted) if counted else 0.0
+        row[f"eval/{split}/tasks"] = float(len(counted))
+        row[f"eval/{split}/void"] = float(len(verdicts) - len(counted))
+    return row
+
+
+class _TaskReplies(Policy):
+    """The other roles of a task evaluation: each answers the game's ``task_reply``."""
+
+    name = "task-replies"
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        return [Completion(text=r.game.task_reply(r.state, r.role)) for r in requests]
 
 
 def summarise(

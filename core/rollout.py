@@ -23,11 +23,8 @@ from dataclasses import dataclass, field
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Episode, Role, Turn
-from selfplay.core.train.episode_log import read_episodes, write_episodes
 
-# The episode log lives in its own module; re-exported here because every caller of `play`
-# writes what it returns.
-__all__ = ["match_rng", "play", "read_episodes", "seatings_for", "write_episodes"]
+__all__ = ["match_rng", "play", "seatings_for"]
 
 
 @dataclass(slots=True)
@@ -52,13 +49,23 @@ def play(
     seeds: Sequence[int],
     *,
     greedy: bool = False,
+    starts: Sequence[GameState] | None = None,
 ) -> list[Episode]:
-    """Play ``len(seeds)`` matches to the end; match ``i`` is seated by ``seatings[i]``."""
-    if len(seatings) != len(seeds):
+    """Play ``len(seeds)`` matches to the end; match ``i`` is seated by ``seatings[i]``.
+
+    Match ``i`` starts from ``game.reset(seeds[i])``, or from ``starts[i]`` when given (a
+    task set up part-way, e.g. a bank problem handed straight to the solver).
+    """
+    if len(seatings) != len(seeds) or (starts is not None and len(starts) != len(seeds)):
         raise ValueError(
-            f"play() got {len(seatings)} seatings for {len(seeds)} seeds; pass one each."
+            f"play() got {len(seatings)} seatings for {len(seeds)} seeds; pass one each "
+            "(and one start state each when starts are given)."
         )
-    matches = [_start(game, seating, seed) for seating, seed in zip(seatings, seeds, strict=True)]
+    firsts = starts if starts is not None else [None] * len(seeds)
+    matches = [
+        _start(game, seating, seed, first)
+        for seating, seed, first in zip(seatings, seeds, firsts, strict=True)
+    ]
     waiting = matches
     while waiting:
         groups: dict[int, tuple[Policy, list[tuple[_Match, Role]]]] = {}
@@ -75,14 +82,17 @@ def play(
     return [_finish(game, match) for match in matches]
 
 
-def _start(game: Game, seating: Mapping[Role, Policy], seed: int) -> _Match:
+def _start(
+    game: Game, seating: Mapping[Role, Policy], seed: int, first: GameState | None
+) -> _Match:
     missing = [role for role in game.roles if role not in seating]
     if missing:
         raise ValueError(
             f"Match with seed {seed} has no policy for role(s) {missing} of game {game.name!r}; "
             f"a seating maps every role in {list(game.roles)} to a policy."
         )
-    return _Match(seed=seed, seating=seating, state=game.reset(seed), rng=match_rng(seed))
+    state = game.reset(seed) if first is None else first
+    return _Match(seed=seed, seating=seating, state=state, rng=match_rng(seed))
 
 
 def _play_tick(game: Game, policy: Policy, seats: list[tuple[_Match, Role]], greedy: bool) -> None:

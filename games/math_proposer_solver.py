@@ -11,7 +11,8 @@ verifier against the proposer's answer: solved → solver +1, proposer −1; oth
 reverse. See `selfplay.games.proposer_solver` for the full rules and the void match.
 
 Topics come from the training part of the bank; the transfer topic (percentages) is never
-offered, so ``evaluate_tasks(policy, "transfer")`` measures transfer.
+offered, so the ``transfer`` split of the task evaluation (selfplay.api.tasks) measures
+transfer.
 """
 
 from __future__ import annotations

@@ -6,24 +6,22 @@ grammar (``7``, ``-3/4``, ``2*sqrt(2)``), checked when the proposal is made, so 
 never turn a match it is losing into a void one with an unreadable reference.
 
 The verifier (``math`` by default, any registered one by name) decides outcomes inside the
-game, deterministically; one instance per (name, options) is shared by every game object,
-because the math verifier keeps a worker process. A verdict is stored in the state, so a
-finished state never calls the verifier again.
+game, deterministically. The run hands the game a factory at construction, so every game
+object of a run shares one verifier (the math verifier keeps a worker process). A verdict is
+stored in the state, so a finished state never calls the verifier again.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from selfplay.api.game import InvalidAction
 from selfplay.games.banks import Problem
 
 if TYPE_CHECKING:
-    from selfplay.api.game import Game, GameState
-    from selfplay.api.policy import Policy
     from selfplay.api.verifier import Verifier
 
 # A proposal is longer than the default 40-character answer span.
@@ -67,58 +65,6 @@ def check_readable(answer: str) -> None:
 def wrong_answer(answer: str) -> str:
     """An answer that differs from ``answer`` (for scripted players and legal_actions)."""
     return f"{answer} + 1"
-
-
-def verifier(name: str, options: dict[str, Any]) -> Verifier:
-    key = f"{name}:{sorted(options.items())}"
-    if key not in _VERIFIERS:
-        from selfplay.plugins.manager import registries
-
-        _VERIFIERS[key] = registries().verifiers.get(name)(**options)
-    return _VERIFIERS[key]
-
-
-# ---- held-out evaluation ----------------------------------------------------------------------
-
-
-def task_accuracy(
-    game: Game,
-    policy: Policy,
-    states: Sequence[GameState],
-    solved: Callable[[GameState], bool | None],
-    respond: Callable[[GameState], str],
-    solver: str = "solver",
-) -> dict[str, float]:
-    """Greedy ``policy`` as ``solver`` from each start state; other roles answer ``respond``.
-
-    ``solved(final)`` is True/False, or None for a void match (left out of the accuracy).
-    All waiting matches go to the policy in one batch per tick, as in the rollout engine.
-    """
-    from selfplay.api.policy import Request
-
-    live = list(states)
-    rngs = [random.Random(f"selfplay-task-eval-{i}") for i in range(len(live))]
-    while True:
-        waiting = [i for i, s in enumerate(live) if game.to_act(s) is not None]
-        if not waiting:
-            break
-        asks = [i for i in waiting if game.to_act(live[i]) == solver]
-        requests = [
-            Request(game, live[i], solver, tuple(game.observe(live[i], solver)), rngs[i])
-            for i in asks
-        ]
-        texts = [c.text for c in policy.act(requests, greedy=True)] if requests else []
-        answers = dict(zip(asks, texts, strict=True))
-        for i in waiting:
-            role = game.to_act(live[i])
-            live[i] = game.step(live[i], role, answers.get(i) or respond(live[i]))
-    verdicts = [solved(s) for s in live]
-    counted = [v for v in verdicts if v is not None]
-    return {
-        "accuracy": sum(counted) / len(counted) if counted else 0.0,
-        "tasks": float(len(counted)),
-        "void": float(len(verdicts) - len(counted)),
-    }
 
 
 def pick(problems: Sequence[Problem], limit: int, seed: int) -> list[Problem]:

@@ -33,8 +33,6 @@ from selfplay.games.math_tasks import (
     format_proposal,
     parse_proposal,
     pick,
-    task_accuracy,
-    verifier,
     wrong_answer,
 )
 
@@ -117,6 +115,8 @@ class ProposerSolverGame(Game):
     answer_hint = f"{PROPOSAL_FORMAT}, [answer], [ask: question] or [reply: text]"
     players: ClassVar[dict[str, Player]] = {"random": random_player}
     train_topics: ClassVar[tuple[str, ...]] = tuple(t for t in TOPICS if t != TRANSFER_TOPIC)
+    uses_verifier = True
+    task_role = "solver"  # the TaskGame capability: held-out accuracy of the solver
 
     # ---- what subclasses write ------------------------------------------------------------
 
@@ -205,8 +205,21 @@ class ProposerSolverGame(Game):
 
     def verify(self, candidate: str, reference: str | None) -> str:
         """``pass``/``fail``/``timeout``/``error`` from the configured verifier."""
-        check = verifier(self.options.verifier, self.options.verifier_options)
-        return check.verify(candidate, reference or "").status
+        return self.checker().verify(candidate, reference or "").status
+
+    def checker(self) -> Any:
+        """The configured verifier: from the run's factory, else from the registry; made once."""
+        made = getattr(self, "_checker", None)
+        if made is None:
+            name, options = self.options.verifier, dict(self.options.verifier_options)
+            if self.verifiers is not None:
+                made = self.verifiers(name, options)
+            else:
+                from selfplay.plugins.manager import registries
+
+                made = registries().verifiers.get(name)(**options)
+            self._checker = made
+        return made
 
     def result(self, state: ProposerSolverState) -> Payoffs | None:
         if state.phase != "done":
@@ -245,8 +258,10 @@ class ProposerSolverGame(Game):
         """Bank problems of ``split`` set up for the solver (the proposer's part skipped)."""
         if split == "transfer":
             problems = load_bank(TRANSFER_TOPIC, "transfer")
-        else:
+        elif split == "held_out":
             problems = [p for t in self.train_topics for p in load_bank(t, "held_out")]
+        else:
+            return []
         return [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
 
     def _solver_start(self, problem: Problem, index: int) -> ProposerSolverState:
@@ -261,22 +276,13 @@ class ProposerSolverGame(Game):
             answer=problem.answer,
         )
 
-    def evaluate_tasks(
-        self, policy: Any, split: str = "held_out", limit: int = 100, seed: int = 0
-    ) -> dict[str, float]:
-        """Greedy solver accuracy on bank problems: ``held_out`` or the ``transfer`` topic.
+    def task_reply(self, state: ProposerSolverState, role: Role) -> str:
+        """In a task the proposer declines every clarifying question."""
+        return "[decline]"
 
-        The policy plays the solver from the bank problem itself; clarifying questions are
-        declined. Void matches (verifier timeout/error) are left out and counted.
-        """
-        if split not in ("held_out", "transfer"):
-            raise ValueError(f"evaluate_tasks: split is held_out or transfer, got {split!r}.")
-        states = self.task_states(split, limit, seed)
-        return task_accuracy(self, policy, states, _solved, lambda _state: "[decline]")
-
-
-def _solved(state: ProposerSolverState) -> bool | None:
-    return None if state.void is not None else state.verdict == "pass"
+    def task_solved(self, state: ProposerSolverState) -> bool | None:
+        """Void tasks (verifier timeout or error) are None: counted, left out of accuracy."""
+        return None if state.void is not None else state.verdict == "pass"
 
 
 def _void(verdict: str, step: str) -> str | None:

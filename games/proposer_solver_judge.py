@@ -79,8 +79,8 @@ class ProposerSolverJudge(ProposerSolverGame):
     Options = ProposerSolverJudgeOptions
     State = ProposerSolverJudgeState
 
-    def __init__(self, options: Any = None, rules: Any = None) -> None:
-        super().__init__(options, rules)
+    def __init__(self, options: Any = None, rules: Any = None, **context: Any) -> None:
+        super().__init__(options, rules, **context)
         opts = self.options
         self.schedule = TaskSchedule(
             [p for t in opts.topics for p in load_bank(t, "train")],

@@ -1,13 +1,8 @@
-"""An optional capability: games small enough to hold a policy as a table over information sets.
+"""Helpers for tabular games (the `selfplay.api.tabular.TabularGame` capability).
 
-For such games exploitability is computed exactly instead of estimated from matches: a policy
-is read off the model at every information set (the probability of each legal action, scored
-from its logprobs), and a best response is found by enumeration. A game offers the capability
-by implementing `TabularGame`; ``isinstance(game, TabularGame)`` tells whether it does.
-
-A policy is a table ``{info-set key: {action: probability}}`` covering every information set of
-every role (one shared policy plays all seats). Actions are named as the game's ``legal()``
-returns them, e.g. ``"bet"``; `answer_text` gives the text that plays one.
+Checking a policy table, renormalising scored log-probabilities and averaging tables. The
+capability itself (`TabularGame`, `InfoSet`, `answer_text`) is part of the contracts and
+re-exported here for the games that import it from this module.
 
 The average policy of several policies follows fictitious play (Heinrich, Lanctot and Silver
 2015, "Fictitious Self-Play in Extensive-Form Games"): at each information set the policies are
@@ -20,58 +15,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-from selfplay.api.game import Game, GameState
-from selfplay.api.types import Role
+from selfplay.api.tabular import InfoSet, Policy, PolicyTable, TabularGame, answer_text
 
-Policy = Mapping[str, Mapping[str, float]]
-PolicyTable = dict[str, dict[str, float]]
+__all__ = [
+    "InfoSet",
+    "Policy",
+    "PolicyTable",
+    "TabularGame",
+    "answer_text",
+    "average_policy",
+    "check_policy",
+    "policy_from_logprobs",
+]
 # Probabilities summing to 1 within this are accepted (floats scored from logprobs).
 SUM_TOLERANCE = 1e-6
-
-
-@dataclass(frozen=True)
-class InfoSet:
-    """One decision point as the acting role knows it.
-
-    ``state`` is a representative state where ``role`` is to act, so ``game.observe(state,
-    role)`` is exactly the prompt shown at this information set; ``actions`` are the legal
-    actions there. ``previous`` is the same role's previous decision on the way here as
-    (info-set key, action), None at its first decision; perfect recall makes it unique.
-    """
-
-    key: str
-    role: Role
-    state: GameState
-    actions: tuple[str, ...]
-    previous: tuple[str, str] | None = None
-
-
-@runtime_checkable
-class TabularGame(Protocol):
-    """What a game provides for exact evaluation of tabular policies."""
-
-    def information_sets(self) -> list[InfoSet]:
-        """Every information set of every role."""
-        ...
-
-    def exploitability(self, policy: Policy) -> float:
-        """NashConv divided by the number of players; 0 exactly at a Nash equilibrium."""
-        ...
-
-    def average_policy(self, policies: Sequence[Policy], weights: Sequence[float]) -> PolicyTable:
-        """The reach-weighted average of ``policies`` mixed with ``weights``."""
-        ...
-
-
-def answer_text(game: Game, action: str) -> str:
-    """The completion that plays ``action``, e.g. ``"[bet]"``: what a scorer should rate."""
-    text = f"[{action}]"
-    if game.parse(text) != action:
-        raise ValueError(f"{game.name} does not read {text!r} as the action {action!r}.")
-    return text
 
 
 def check_policy(info_sets: Sequence[InfoSet], policy: Policy) -> PolicyTable:

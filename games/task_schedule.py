@@ -12,29 +12,21 @@ Three mechanisms of the proposer/solver/judge write-up, kept on the game object 
   P0 favours levels near the requested difficulty (`PassRateCurriculum`).
 
 The schedule is updated after each iteration by the ``task-schedule`` callback (enable it
-with ``--set callbacks=[task-schedule]``), from the iteration's matches. The loop's
-checkpoints do not hold callback state, so the callback appends the schedule to
-``task_schedule.jsonl`` in the run folder after every iteration and, on resume, reloads the
-entry of the checkpoint's iteration: a resumed run asks for exactly what it would have.
+with ``--set callbacks=[task-schedule]``; selfplay.monitors.task_schedule), from the
+iteration's matches; its state is part of every checkpoint.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from selfplay.api.callback import Callback
+from selfplay.api.band import BandController
 from selfplay.api.types import Episode
 from selfplay.games.banks import Problem
 from selfplay.games.curriculum import PassRateCurriculum
-from selfplay.opponents.elo import BandController
-from selfplay.plugins.hookspecs import hookimpl
-
-SCHEDULE_FILE = "task_schedule.jsonl"
 
 
 class TaskSchedule:
@@ -99,56 +91,3 @@ class TaskSchedule:
         self.difficulty = float(state["difficulty"])
         self.active = int(state["active"])
         self.curriculum.load_state_dict(state["curriculum"])
-
-
-class TaskScheduleCallback(Callback):
-    """Feeds each iteration's matches to ``trainer.game.schedule`` and keeps it resumable.
-
-    Every process sees every process's matches, so each updates its own copy identically;
-    process 0 appends the state to the run folder's ``task_schedule.jsonl``.
-    """
-
-    def on_train_start(self, trainer: Any) -> None:
-        self.schedule = _schedule_of(trainer.game)
-        saved = _saved_state(trainer.config.resume, trainer.progress.iteration)
-        if saved is not None:
-            self.schedule.load_state_dict(saved)
-
-    def on_iteration_metrics(
-        self, trainer: Any, iteration: int, episodes: list[Any], row: dict[str, Any]
-    ) -> None:
-        self.schedule.after_iteration(iteration, episodes)
-        if trainer.folder is not None:
-            line = json.dumps({"iteration": iteration, "state": self.schedule.state_dict()})
-            with (trainer.folder.path / SCHEDULE_FILE).open("a", encoding="utf-8") as f:
-                f.write(line + "\n")
-        row["task/difficulty"] = self.schedule.difficulty
-        row["task/seed_pool"] = self.schedule.active
-
-
-def _schedule_of(game: Any) -> TaskSchedule:
-    schedule = getattr(game, "schedule", None)
-    if not isinstance(schedule, TaskSchedule):
-        raise ValueError(
-            f"The task-schedule callback needs a game with a task schedule "
-            f"(proposer-solver-judge); {game.name!r} has none: remove the callback."
-        )
-    return schedule
-
-
-def _saved_state(folder: Path | None, iteration: int) -> dict[str, Any] | None:
-    """The schedule saved after ``iteration`` (the checkpoint's) in a resumed run, if any."""
-    path = Path(folder) / SCHEDULE_FILE if folder is not None else None
-    if path is None or not path.exists() or iteration == 0:
-        return None
-    state = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record["iteration"] <= iteration:
-            state = record["state"]
-    return state
-
-
-@hookimpl
-def register_callbacks(register):
-    register("task-schedule", TaskScheduleCallback)

@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from selfplay.api.callback import Callback, parse_options
+from selfplay.api.callback import Callback
 from selfplay.api.errors import ConfigError
+from selfplay.api.options import Options
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 
@@ -64,9 +65,7 @@ def learner_texts(episodes: Sequence[Episode], role: str) -> list[str]:
     return [t.text for ep in episodes for t in ep.turns if t.role == role and t.seat == LEARNER]
 
 
-class DiversityOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DiversityOptions(Options):
     role: str | None = Field(
         default=None,
         description="Role whose texts are measured; default the game's first role "
@@ -77,12 +76,15 @@ class DiversityOptions(BaseModel):
 class DiversityMonitor(Callback):
     """Adds distinct-1, distinct-2 and the duplicate rate of the learner's texts to each row."""
 
+    name = "diversity"
+    Options = DiversityOptions
+
     def __init__(self, **options: Any) -> None:
-        self.options: DiversityOptions = parse_options(DiversityOptions, "diversity", options)
+        super().__init__(**options)
         self.roles: tuple[str, ...] = ()
 
-    def on_train_start(self, trainer: Any) -> None:
-        self.roles = self.resolve_roles(tuple(trainer.game.roles))
+    def on_train_start(self, view: Any) -> None:
+        self.roles = self.resolve_roles(tuple(view.game.roles))
 
     def resolve_roles(self, roles: tuple[str, ...]) -> tuple[str, ...]:
         chosen = self.options.role
@@ -97,8 +99,6 @@ class DiversityMonitor(Callback):
             )
         return (chosen,)
 
-    def on_iteration_metrics(
-        self, trainer: Any, iteration: int, episodes: list[Any], row: dict[str, Any]
-    ) -> None:
+    def on_iteration_metrics(self, view: Any, episodes: Sequence[Any], row: dict) -> None:
         for role in self.roles:
             row.update(diversity_metrics(learner_texts(episodes, role), f"diversity/{role}"))

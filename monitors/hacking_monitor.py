@@ -28,21 +28,21 @@ restored weights. Every process decides the same way, as every process sees the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from selfplay.api.callback import Callback, parse_options
+from selfplay.api.callback import Callback
 from selfplay.api.errors import ConfigError
+from selfplay.api.options import Options
 
 log = logging.getLogger(__name__)
 
 
-class HackingOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class HackingOptions(Options):
     metric: str = Field(
         default="eval/held_out/accuracy", description="Held-out metric that should not fall."
     )
@@ -74,17 +74,18 @@ class BestWeights:
 class HackingMonitor(Callback):
     """Warns (and optionally rolls back) when reward rises while the held-out metric falls."""
 
+    name = "hacking-monitor"
+    Options = HackingOptions
+
     def __init__(self, **options: Any) -> None:
-        self.options: HackingOptions = parse_options(HackingOptions, "hacking-monitor", options)
+        super().__init__(**options)
         self.rewards_since: list[float] = []
         self.points: list[tuple[float, float]] = []  # (training reward, metric) per evaluation
         self.best: BestWeights | None = None
         self.fired: list[int] = []
 
-    def on_iteration_metrics(
-        self, trainer: Any, iteration: int, episodes: list[Any], row: dict[str, Any]
-    ) -> None:
-        opts = self.options
+    def on_iteration_metrics(self, view: Any, episodes: Sequence[Any], row: dict) -> None:
+        opts, iteration = self.options, view.iteration
         if opts.reward not in row:
             raise ConfigError(
                 f"hacking-monitor: the row has no reward column {opts.reward!r}; set "
@@ -98,16 +99,14 @@ class HackingMonitor(Callback):
         self.rewards_since = []
         self.points = [*self.points, (reward, value)][-opts.window :]
         if self.best is None or value > self.best.value:
-            self.best = BestWeights(
-                iteration, value, self._copy(trainer) if opts.rollback else None
-            )
+            self.best = BestWeights(iteration, value, self._copy(view) if opts.rollback else None)
         hacking = self.is_hacking()
         row["monitor/hacking"] = float(hacking)
         if hacking:
             self.fired.append(iteration)
-            self._warn(trainer, iteration)
+            self._warn(view, iteration)
             if opts.rollback:
-                row["monitor/rolled_back_to"] = self._roll_back(trainer)
+                row["monitor/rolled_back_to"] = self._roll_back(view)
 
     def is_hacking(self) -> bool:
         if len(self.points) < self.options.window:
@@ -116,10 +115,9 @@ class HackingMonitor(Callback):
         change = fitted_change([value for _, value in self.points])
         return rise > self.options.min_rise and change < -self.options.min_drop
 
-    def on_train_end(self, trainer: Any, result: Any) -> None:
+    def on_train_end(self, view: Any, result: Any) -> None:
         if self.best is None:
-            self._say(
-                trainer,
+            view.say(
                 f"hacking-monitor never saw the metric {self.options.metric!r}: evaluate during "
                 "training (eval.every) or name a logged metric in "
                 "callback_options.hacking-monitor.metric.",
@@ -127,40 +125,28 @@ class HackingMonitor(Callback):
 
     # ---- pieces ----------------------------------------------------------------------------
 
-    def _warn(self, trainer: Any, iteration: int) -> None:
+    def _warn(self, view: Any, iteration: int) -> None:
         opts = self.options
-        self._say(
-            trainer,
-            f"[yellow]warning[/]: iteration {iteration}: {opts.reward} rose while "
+        log.warning(
+            f"iteration {iteration}: {opts.reward} rose while "
             f"{opts.metric} fell over the last {opts.window} evaluations: possible reward "
             "hacking.",
         )
 
-    def _roll_back(self, trainer: Any) -> int:
+    def _roll_back(self, view: Any) -> int:
         assert self.best is not None and self.best.parameters is not None
         saved = self.best.parameters
         with torch.no_grad():
-            for name, parameter in _trainable(trainer.learner.model):
+            for name, parameter in _trainable(view.learner.model):
                 parameter.copy_(saved[name])
-        optimizer = getattr(trainer, "optimizer", None)
-        inner = getattr(optimizer, "optimizer", optimizer)
-        if isinstance(inner, torch.optim.Optimizer):
-            inner.state.clear()
+        view.reset_optimizer()
         self.points = []
         self.rewards_since = []
-        self._say(trainer, f"hacking-monitor: rolled back to iteration {self.best.iteration}.")
+        view.say(f"hacking-monitor: rolled back to iteration {self.best.iteration}.")
         return self.best.iteration
 
-    def _copy(self, trainer: Any) -> dict[str, torch.Tensor]:
-        return {name: p.detach().clone() for name, p in _trainable(trainer.learner.model)}
-
-    @staticmethod
-    def _say(trainer: Any, text: str) -> None:
-        console = getattr(trainer, "console", None)
-        if console is not None and getattr(trainer, "main", True):
-            console.print(text)
-        else:
-            log.warning(text.replace("[yellow]", "").replace("[/]", ""))
+    def _copy(self, view: Any) -> dict[str, torch.Tensor]:
+        return {name: p.detach().clone() for name, p in _trainable(view.learner.model)}
 
 
 def _trainable(model: Any) -> list[tuple[str, torch.nn.Parameter]]:

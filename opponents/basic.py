@@ -5,6 +5,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from pydantic import Field
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.options import Options
 from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -12,20 +16,40 @@ from selfplay.plugins.hookspecs import hookimpl
 class Latest(OpponentSampler):
     """Mirror self-play: the learner holds every seat and trains on all of them."""
 
+    name = "latest"
+
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
         return LEARNER
+
+
+class FixedOptions(Options):
+    player: str | None = Field(default=None, description="The game's scripted player to face.")
 
 
 class Fixed(OpponentSampler):
     """Always the same scripted player of the game, e.g. ``fixed:random`` or ``fixed:minimax``."""
 
-    def __init__(self, player: str | None = None) -> None:
-        if not player:
-            raise ValueError(
+    Options = FixedOptions
+    name = "fixed"
+    positional = "player"
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)
+        if not self.options.player:
+            raise ConfigError(
                 "The 'fixed' opponent needs a scripted player, e.g. --opponent fixed:random "
                 "(`selfplay games` lists each game's players)."
             )
-        self.player = player
+        self.player = self.options.player
+
+    def check(self, game: object) -> None:
+        players = getattr(game, "players", {})
+        if self.player not in players:
+            known = ", ".join(sorted(players)) or "none"
+            raise ConfigError(
+                f"--opponent fixed:{self.player}: {game.name} has no scripted player "
+                f"{self.player!r}; its players are: {known}."
+            )
 
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
         return scripted(self.player)

@@ -6,55 +6,46 @@ joins. Each opponent seat goes to a member whose expected score against the lear
 the band, chosen uniformly among those; when none does, to the member closest to the band.
 Too-easy and too-hard opponents teach little; the band is where the learning signal is.
 
-`BandController` is the same rule as a difficulty knob for games that generate their own
-tasks: raise the requested difficulty x1.2 when the solver wins more than the band's top,
-lower it x0.8 below its bottom.
+`BandController` (in ``selfplay.api.band``, re-exported here) is the same rule as a
+difficulty knob for games that generate their own tasks: raise the requested difficulty x1.2
+when the solver wins more than the band's top, lower it x0.8 below its bottom.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field, model_validator
+
+from selfplay.api.band import BandController, check_band
+from selfplay.api.options import Options
 from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.opponents.ratings import Ratings, score_of
 from selfplay.plugins.hookspecs import hookimpl
 
 
-def _check_band(low: float, high: float) -> None:
-    if not 0 <= low < high <= 1:
-        raise ValueError(f"the band needs 0 <= low < high <= 1, got low={low}, high={high}.")
+class EloOptions(Options):
+    low: float = Field(default=0.3, ge=0, le=1, description="Lowest expected score to face.")
+    high: float = Field(default=0.7, ge=0, le=1, description="Highest expected score to face.")
+    k: float = Field(default=16.0, gt=0, description="Elo K-factor of the ratings.")
 
-
-@dataclass
-class BandController:
-    """Scales a difficulty by ``up`` above the band's top win rate, ``down`` below its bottom."""
-
-    low: float = 0.3
-    high: float = 0.7
-    up: float = 1.2
-    down: float = 0.8
-
-    def __post_init__(self) -> None:
-        _check_band(self.low, self.high)
-
-    def adjust(self, difficulty: float, win_rate: float) -> float:
-        if win_rate > self.high:
-            return difficulty * self.up
-        if win_rate < self.low:
-            return difficulty * self.down
-        return difficulty
+    @model_validator(mode="after")
+    def _band(self) -> EloOptions:
+        check_band(self.low, self.high)
+        return self
 
 
 class EloSampler(OpponentSampler):
+    Options = EloOptions
+    name = "elo"
     uses_pool = True
 
-    def __init__(self, low: float = 0.3, high: float = 0.7, k: float = 16.0) -> None:
-        _check_band(low, high)
-        self.low, self.high = low, high
-        self.elo = Ratings(k=k)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.low, self.high = self.options.low, self.options.high
+        self.elo = Ratings(k=self.options.k)
 
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
         if not members:
@@ -93,6 +84,9 @@ class EloSampler(OpponentSampler):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.elo.load_state_dict(state["elo"])
+
+
+__all__ = ["BandController", "EloOptions", "EloSampler"]
 
 
 @hookimpl

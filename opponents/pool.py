@@ -14,8 +14,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from selfplay.api.options import Options
 from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -56,6 +59,15 @@ class Pool:
         self.snapshots = list(state["snapshots"])
 
 
+class PoolOptions(Options):
+    p_latest: float = Field(
+        default=0.8, ge=0, le=1, description="Probability (0 to 1) that a seat goes to the learner."
+    )
+    weighting: Literal["uniform", "recency"] = Field(
+        default="uniform", description="How members are drawn: alike, or recent ones more often."
+    )
+
+
 class PoolSampler(OpponentSampler):
     """The latest learner with probability ``p_latest``, else a pool member.
 
@@ -63,14 +75,14 @@ class PoolSampler(OpponentSampler):
     by k, so recent selves come up more often while old ones are never dropped.
     """
 
+    Options = PoolOptions
+    name = "pool"
+    positional = "p_latest"
     uses_pool = True
 
-    def __init__(self, p_latest: float = 0.8, weighting: str = "uniform") -> None:
-        if not 0 <= p_latest <= 1:
-            raise ValueError(f"p_latest must be in [0, 1], got {p_latest}.")
-        if weighting not in ("uniform", "recency"):
-            raise ValueError(f"weighting must be 'uniform' or 'recency', got {weighting!r}.")
-        self.p_latest, self.weighting = p_latest, weighting
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.p_latest, self.weighting = self.options.p_latest, self.options.weighting
 
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
         if not members or rng.random() < self.p_latest:

@@ -22,24 +22,45 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import Field, field_validator
+
+from selfplay.api.options import Options
 from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.opponents.meta_solvers import META_SOLVERS, solve
 from selfplay.plugins.hookspecs import hookimpl
 
 
+class PSROOptions(Options):
+    meta_solver: str = Field(
+        default="nash", description="uniform (fictitious play), nash, prd or rm: psro:nash."
+    )
+    p_latest: float = Field(
+        default=0.0, ge=0, le=1, description="Probability (0 to 1) that a seat goes to the learner."
+    )
+    solver_options: dict[str, float] = Field(
+        default_factory=dict, description="Options of the meta-solver, e.g. {iterations: 2000}."
+    )
+
+    @field_validator("meta_solver")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in META_SOLVERS:
+            raise ValueError(
+                f"unknown meta-solver {value!r}; choose one of "
+                f"{', '.join(sorted(META_SOLVERS))}, e.g. --opponent psro:nash"
+            )
+        return value
+
+
 class PSRO(OpponentSampler):
+    Options = PSROOptions
+    name = "psro"
+    positional = "meta_solver"
     uses_pool = True
 
-    def __init__(self, meta_solver: str | None = None, p_latest: float = 0.0, **options: Any):
-        meta_solver = meta_solver or "nash"
-        if meta_solver not in META_SOLVERS:
-            raise ValueError(
-                f"unknown meta-solver {meta_solver!r}; choose one of "
-                f"{', '.join(sorted(META_SOLVERS))}, e.g. --opponent psro:nash."
-            )
-        if not 0 <= p_latest <= 1:
-            raise ValueError(f"p_latest must be in [0, 1], got {p_latest}.")
-        self.meta_solver, self.p_latest, self.options = meta_solver, p_latest, options
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.meta_solver, self.p_latest = self.options.meta_solver, self.options.p_latest
         self.payoffs: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
         self.sigma: dict[str, float] = {}
         self.members: list[str] = []  # the pool as of the last evaluation
@@ -92,7 +113,7 @@ class PSRO(OpponentSampler):
 
     def _solve(self, members: Sequence[str]) -> None:
         matrix = self.matrix(members)
-        weights = solve(self.meta_solver, matrix, **self.options)
+        weights = solve(self.meta_solver, matrix, **self.options.solver_options)
         self.sigma = {m: float(w) for m, w in zip(members, weights, strict=True)}
 
     def matrix(self, members: Sequence[str]) -> list[list[float]]:

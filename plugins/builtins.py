@@ -12,7 +12,6 @@ DEFAULT_PLUGINS = (
     "selfplay.games.challenger_solver",
     "selfplay.games.math_proposer_solver",
     "selfplay.games.proposer_solver_judge",
-    "selfplay.games.task_schedule",
     "selfplay.core.models.builtin",
     "selfplay.rewards.outcome",
     "selfplay.rewards.format",

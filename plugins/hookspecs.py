@@ -47,6 +47,11 @@ def register_estimators(register):
 
 
 @hookspec
+def register_objectives(register):
+    """Register objectives (what the update minimises): ``register(name, factory)``."""
+
+
+@hookspec
 def register_models(register):
     """Register model names: ``register(name, loader)``; ``loader(**options)`` makes a Policy."""
 

@@ -106,6 +106,7 @@ KINDS = {
     "verifiers": "verifier",
     "opponent_samplers": "opponent sampler",
     "estimators": "estimator",
+    "objectives": "objective",
     "models": "model",
     "callbacks": "callback",
     "commands": "command",
@@ -120,6 +121,7 @@ class Registries:
     verifiers: Registry = field(default_factory=lambda: Registry("verifier"))
     opponent_samplers: Registry = field(default_factory=lambda: Registry("opponent sampler"))
     estimators: Registry = field(default_factory=lambda: Registry("estimator"))
+    objectives: Registry = field(default_factory=lambda: Registry("objective"))
     models: Registry = field(default_factory=lambda: Registry("model"))
     callbacks: Registry = field(default_factory=lambda: Registry("callback"))
     commands: Registry = field(default_factory=lambda: Registry("command"))

@@ -30,11 +30,12 @@ def kill_at_iteration(tmp_path):
 
     helper = Path(__file__).parent / "helpers" / "run_selfplay.py"
 
-    def kill(args: list[str], iteration: int = 2) -> None:
+    def kill(args: list[str], iteration: int = 2, callbacks: tuple[str, ...] = ()) -> None:
         marker = tmp_path / f"stalled-{time.monotonic_ns()}"
+        names = ", ".join(("test-stall", *callbacks))
         stall = {"SELFPLAY_TEST_STALL_AT": str(iteration), "SELFPLAY_TEST_MARKER": str(marker)}
         process = subprocess.Popen(
-            [sys.executable, str(helper), "run", *args, "--set", "callbacks=[test-stall]"],
+            [sys.executable, str(helper), "run", *args, "--set", f"callbacks=[{names}]"],
             env={**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "OMP_NUM_THREADS": "1", **stall},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip

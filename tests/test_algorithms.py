@@ -8,11 +8,13 @@ import pytest
 import torch
 
 from selfplay.api.estimator import Sample
+from selfplay.api.objective import Scored
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.algorithms.grpo import GRPO
-from selfplay.core.algorithms.policy_gradient import Scored, pack, policy_gradient_loss, score
+from selfplay.core.algorithms.pg import policy_gradient_loss
 from selfplay.core.algorithms.rae import RAE
 from selfplay.core.algorithms.reinforce_pp import Plain, ReinforcePP
+from selfplay.core.models.scoring import pack, score
 from selfplay.core.train.samples import episode_samples
 
 

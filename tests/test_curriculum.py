@@ -7,11 +7,14 @@ import random
 from types import SimpleNamespace
 
 import pytest
+import torch
 
+from selfplay.api.run_view import RunView
 from selfplay.api.types import Episode
 from selfplay.games.banks import load_bank
 from selfplay.games.curriculum import PassRateCurriculum
-from selfplay.games.task_schedule import SCHEDULE_FILE, TaskSchedule, TaskScheduleCallback
+from selfplay.games.task_schedule import TaskSchedule
+from selfplay.monitors.task_schedule import TaskScheduleCallback
 
 
 def test_weights_are_prior_times_one_minus_pass_rate_with_a_floor():
@@ -92,33 +95,45 @@ def test_the_requested_difficulty_steers_the_seed_level():
     assert levels.count(3) > levels.count(2) > levels.count(1)
 
 
-def test_the_callback_saves_the_schedule_and_a_resume_reloads_it(tmp_path):
+def run_view(game, **parts) -> RunView:
+    return RunView(config=None, game=game, learner=None, sampler=None, **parts)
+
+
+def test_the_callback_checkpoints_the_schedule_and_a_resume_reloads_it(tmp_path):
     game = SimpleNamespace(name="g", schedule=TaskSchedule(load_bank("fractions")))
-    trainer = SimpleNamespace(
-        game=game,
-        folder=SimpleNamespace(path=tmp_path),
-        config=SimpleNamespace(resume=None),
-        progress=SimpleNamespace(iteration=0),
-    )
     callback = TaskScheduleCallback()
-    callback.on_train_start(trainer)
+    callback.on_train_start(run_view(game, folder=tmp_path))
     row: dict = {}
-    callback.on_iteration_metrics(trainer, 1, _episodes(9, 1), row)
-    callback.on_iteration_metrics(trainer, 2, _episodes(9, 1), row)
+    callback.on_iteration_metrics(run_view(game, iteration=1), _episodes(9, 1), row)
+    saved = torch.load(_saved(tmp_path, callback.state_dict()), weights_only=True)
+    callback.on_iteration_metrics(run_view(game, iteration=2), _episodes(9, 1), row)
     assert row["task/difficulty"] == pytest.approx(1.44)
-    assert len((tmp_path / SCHEDULE_FILE).read_text().splitlines()) == 2
+    assert not (tmp_path / "task_schedule.jsonl").exists()  # no side file any more
     resumed_game = SimpleNamespace(name="g", schedule=TaskSchedule(load_bank("fractions")))
-    resumed = SimpleNamespace(
-        game=resumed_game,
-        folder=None,
-        config=SimpleNamespace(resume=tmp_path),
-        progress=SimpleNamespace(iteration=1),  # the checkpoint was taken after iteration 1
-    )
-    TaskScheduleCallback().on_train_start(resumed)
+    resumed = TaskScheduleCallback()
+    resumed.load_state_dict(saved)  # the checkpoint was taken after iteration 1
+    resumed.on_train_start(run_view(resumed_game, iteration=1, resumed=True))
     assert resumed_game.schedule.difficulty == pytest.approx(1.2)
 
 
+def test_a_wave_one_run_resumes_its_schedule_from_the_side_file(tmp_path):
+    first, later = TaskSchedule(load_bank("fractions")), TaskSchedule(load_bank("fractions"))
+    first.difficulty, first.active, later.difficulty = 1.2, 80, 9.0
+    states = [first.state_dict(), later.state_dict()]
+    lines = [json.dumps({"iteration": i + 1, "state": s}) for i, s in enumerate(states)]
+    (tmp_path / "task_schedule.jsonl").write_text("\n".join(lines) + "\n")
+    game = SimpleNamespace(name="g", schedule=TaskSchedule(load_bank("fractions")))
+    view = run_view(game, folder=tmp_path, iteration=1, resumed=True)
+    TaskScheduleCallback().on_train_start(view)
+    assert game.schedule.difficulty == pytest.approx(1.2) and game.schedule.active == 80
+
+
 def test_the_callback_refuses_a_game_without_a_schedule():
-    trainer = SimpleNamespace(game=SimpleNamespace(name="tictactoe"))
     with pytest.raises(ValueError, match="remove the callback"):
-        TaskScheduleCallback().on_train_start(trainer)
+        TaskScheduleCallback().on_train_start(run_view(SimpleNamespace(name="tictactoe")))
+
+
+def _saved(folder, state):
+    path = folder / "state.pt"
+    torch.save(state, path)
+    return path

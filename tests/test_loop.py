@@ -24,6 +24,11 @@ def selfplay(*args: str, env: dict | None = None, **kwargs) -> subprocess.Comple
     )  # fmt: skip
 
 
+def column_of(folder: Path, name: str) -> dict[int, str]:
+    with (folder / "metrics.csv").open() as f:
+        return {int(row["iteration"]): row[name] for row in csv.DictReader(f)}
+
+
 def losses(folder: Path) -> dict[int, str]:
     with (folder / "metrics.csv").open() as f:
         return {int(row["iteration"]): row["loss"] for row in csv.DictReader(f)}
@@ -44,14 +49,23 @@ def test_run_folder_holds_config_metrics_episodes_checkpoints(tmp_path):
 
 
 def test_resume_after_sigkill_is_bitwise_equal(tmp_path, kill_at_iteration):
-    straight = selfplay("run", *TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
+    summed = ["--set", "callbacks=[test-running-sum]"]
+    straight = selfplay(
+        "run", *TINY, *summed, "--iterations", "3", "--out", str(tmp_path), "--name", "s"
+    )
     assert straight.returncode == 0, straight.stderr
 
-    kill_at_iteration([*TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "k"])
+    kill_at_iteration(
+        [*TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "k"],
+        callbacks=("test-running-sum",),
+    )
 
     resumed = selfplay("run", "--resume", str(tmp_path / "k"), "--iterations", "3")
     assert resumed.returncode == 0, resumed.stderr
     assert losses(tmp_path / "k") == losses(tmp_path / "s")  # the text of every logged loss
+    # a callback's state resumes too: its running sum goes on from the checkpoint's
+    column = "test/running_sum"
+    assert column_of(tmp_path / "k", column) == column_of(tmp_path / "s", column)
 
 
 def test_lora_reference_is_the_cold_started_policy_and_resumes_exactly(tmp_path):

@@ -8,12 +8,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from selfplay.api.run_view import RunView
 from selfplay.api.types import Episode, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.train.build import build_callbacks
 from selfplay.monitors.diversity import DiversityMonitor, distinct_n, duplicate_rate
 from selfplay.monitors.hacking_monitor import HackingMonitor, fitted_change
+from selfplay.monitors.trajectory_filter import TrajectoryFilter
 
 
 def episode(*turns: tuple[str, str, str]) -> Episode:
@@ -35,13 +37,13 @@ def test_distinct_n_and_duplicate_rate_on_known_texts():
 
 def test_diversity_measures_the_first_role_and_only_the_learners_turns():
     monitor = DiversityMonitor()
-    monitor.on_train_start(SimpleNamespace(game=SimpleNamespace(roles=("a", "b"))))
+    monitor.on_train_start(run_view(game=SimpleNamespace(roles=("a", "b"))))
     episodes = [
         episode(("a", "learner", "x y"), ("b", "learner", "z")),
         episode(("a", "learner", "x y"), ("a", "scripted:random", "q w")),
     ]
     row: dict = {}
-    monitor.on_iteration_metrics(None, 1, episodes, row)
+    monitor.on_iteration_metrics(run_view(iteration=1), episodes, row)
     assert row == {
         "diversity/a/distinct_1": pytest.approx(2 / 4),
         "diversity/a/distinct_2": pytest.approx(1 / 2),
@@ -89,19 +91,30 @@ def test_a_tiny_run_logs_the_monitor_columns(tmp_path):
         assert row["monitor/hacking"] == "0.0"  # a window of 5 evaluations is not full yet
 
 
+def run_view(**parts) -> RunView:
+    """A RunView with stand-ins for what a test does not use."""
+    fields = {"config": None, "game": SimpleNamespace(roles=()), "learner": None, "sampler": None}
+    return RunView(**{**fields, **parts})
+
+
 # ---- hacking monitor ---------------------------------------------------------------------
 
 
 def fake_trainer() -> SimpleNamespace:
+    """A learner's model, its optimiser, and the run view a callback would get."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
-    return SimpleNamespace(learner=SimpleNamespace(model=model), optimizer=optimizer, console=None)
+    view = run_view(
+        learner=SimpleNamespace(model=model), reset_optimizer=lambda: optimizer.state.clear()
+    )
+    return SimpleNamespace(model=model, optimizer=optimizer, view=view)
 
 
 def feed(monitor: HackingMonitor, trainer, rows: list[dict]) -> list[dict]:
+    view = trainer.view if trainer is not None else run_view()
     for iteration, row in enumerate(rows, start=1):
-        monitor.on_iteration_metrics(trainer, iteration, [], row)
+        monitor.on_iteration_metrics(view.at(iteration), [], row)
     return rows
 
 
@@ -163,7 +176,7 @@ def test_a_missing_reward_column_is_named():
 
 def test_rollback_restores_the_best_weights_and_clears_the_optimiser():
     trainer = fake_trainer()
-    model = trainer.learner.model
+    model = trainer.model
     monitor = HackingMonitor(window=3, rollback=True)
     feed(monitor, trainer, evaluations([0.0], [0.9]))  # best so far: these weights
     best = {k: v.clone() for k, v in model.state_dict().items()}
@@ -175,7 +188,7 @@ def test_rollback_restores_the_best_weights_and_clears_the_optimiser():
     ]
     for iteration, row in enumerate(rows, start=2):
         assert not torch.equal(model.weight, best["weight"])
-        monitor.on_iteration_metrics(trainer, iteration, [], row)
+        monitor.on_iteration_metrics(trainer.view.at(iteration), [], row)
     assert rows[-1]["monitor/hacking"] == 1.0 and rows[-1]["monitor/rolled_back_to"] == 1
     for key, value in model.state_dict().items():
         assert torch.equal(value, best[key])
@@ -188,3 +201,33 @@ def test_without_rollback_no_weights_are_kept():
     monitor = HackingMonitor(window=2)
     feed(monitor, trainer, evaluations([0.0, 1.0], [0.9, 0.1]))
     assert monitor.fired == [2] and monitor.best is not None and monitor.best.parameters is None
+
+
+# ---- trajectory filter -------------------------------------------------------------------
+
+
+def test_the_filter_drops_matches_whose_learner_texts_are_blocked():
+    screen = TrajectoryFilter(patterns=[r"rm\s+-rf"], blocklist=["PASSWORD"])
+    clean = episode(("a", "learner", "[4]"), ("b", "learner", "[5]"))
+    shell = episode(("a", "learner", "run rm  -rf / now"), ("b", "learner", "[5]"))
+    secret = episode(("a", "learner", "[4]"), ("b", "learner", "my password is"))
+    scripted = episode(("a", "scripted:random", "password"), ("b", "learner", "[5]"))
+    kept = screen.on_episodes(run_view(), [clean, shell, secret, scripted])
+    assert kept == [clean, scripted]  # a scripted player's text is not the learner's
+    row: dict = {}
+    screen.on_iteration_metrics(run_view(), [clean, shell, secret, scripted], row)
+    assert row == {"filter/dropped": 2.0, "filter/dropped_total": 2.0}
+    resumed = TrajectoryFilter(blocklist=["x"])
+    resumed.load_state_dict(screen.state_dict())
+    assert resumed.total == 2
+
+
+def test_the_filter_screens_only_the_roles_asked_for():
+    screen = TrajectoryFilter(blocklist=["bad"], roles=["b"])
+    assert screen.on_episodes(run_view(), [episode(("a", "learner", "bad"))]) != []
+    assert screen.on_episodes(run_view(), [episode(("b", "learner", "bad"))]) == []
+
+
+def test_a_pattern_that_is_no_regular_expression_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"callback_options.trajectory-filter.patterns.*'\('"):
+        TrajectoryFilter(patterns=["("])

@@ -57,7 +57,7 @@ def test_pool_sampler_weights_latest_and_recency():
 def test_psro_fills_the_matrix_and_solves_for_the_meta_strategy():
     # rock-paper-scissors among three members: the Nash meta-strategy is uniform
     members = ["a", "b", "c"]
-    psro = PSRO("nash")
+    psro = PSRO(meta_solver="nash")
     assert psro.wanted_matches(members) == [("a", "b"), ("a", "c"), ("b", "c")]
     beats = {("a", "b"), ("b", "c"), ("c", "a")}
     episodes = []
@@ -72,14 +72,14 @@ def test_psro_fills_the_matrix_and_solves_for_the_meta_strategy():
 
 
 def test_psro_gives_a_dominated_member_no_weight_and_ignores_training_matches():
-    psro = PSRO("nash")
+    psro = PSRO(meta_solver="nash")
     psro.wanted_matches(["weak", "strong"])
     psro.update([match("strong", "weak", 1.0), match("weak", "strong", -1.0)])
     psro.update([match(LEARNER, "weak", 1.0)] * 5)  # the learner is not a fixed member
     assert psro.mixture(["weak", "strong"]) == pytest.approx({"weak": 0.0, "strong": 1.0})
     assert all(psro.sample(["weak", "strong"], random.Random(i)) == "strong" for i in range(50))
     with pytest.raises(ValueError, match="meta-solver 'best'"):
-        PSRO("best")
+        PSRO(meta_solver="best")
 
 
 def test_elo_sampler_keeps_the_learner_inside_the_band():
@@ -128,7 +128,7 @@ def test_every_sampler_state_round_trips_through_a_checkpoint(name, tmp_path):
 
 
 def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
-    from selfplay.core.train.update import pull_reference
+    from selfplay.core.train.reference import pull_reference
 
     policy, magnet = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
     with torch.no_grad():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import csv
 
 import pytest
@@ -14,6 +13,7 @@ from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.train.build import build_learner
+from selfplay.core.train.reference import Reference
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.compose import Component, RewardPipeline, Term
 from selfplay.rewards.judge import Judge
@@ -152,12 +152,12 @@ def test_a_judge_needs_its_model_bound():
 def test_reward_models_share_the_learner_and_its_frozen_reference():
     config = build_config(flags={"seed": 1})
     learner = build_learner(config)
-    with pytest.raises(ConfigError, match="keeps no frozen reference"):
+    with pytest.raises(ConfigError, match="keeps no reference"):
         RewardModels(config, learner)("reference")
-    reference = copy.deepcopy(learner.model)
+    reference = Reference(learner.model, learner.model, lora=False, needed=True)
     models = RewardModels(config, learner, reference)
     judge_ref = models("reference", max_new_tokens=3)
-    assert judge_ref.model is reference and judge_ref.max_new_tokens == 3
+    assert judge_ref.model is reference.copy and judge_ref.max_new_tokens == 3
     assert models("reference", max_new_tokens=3) is judge_ref
     assert models("learner").model is learner.model
     with pytest.raises(ConfigError, match="neither a registered model"):

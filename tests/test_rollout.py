@@ -10,7 +10,8 @@ import pytest
 from selfplay.api.game import InvalidMoveRules
 from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
 from selfplay.core.models.tiny import load_tiny_policy
-from selfplay.core.rollout import play, read_episodes, seatings_for, write_episodes
+from selfplay.core.rollout import play, seatings_for
+from selfplay.core.train.episode_log import read_episodes, write_episodes
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -13,14 +13,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
 
 from selfplay.api.estimator import Estimator, Reduce, Sample, local
+from selfplay.api.options import Options
+
+
+class GRPOOptions(Options):
+    scale: bool = Field(default=True, description="Divide by the group's standard deviation.")
+    eps: float = Field(default=1e-6, gt=0, description="Added to the deviation before dividing.")
 
 
 class GRPO(Estimator):
-    def __init__(self, scale: bool = True, eps: float = 1e-6) -> None:
-        self.scale = scale
-        self.eps = eps
+    """Group baseline: each return minus the mean of the samples of the same prompt."""
+
+    Options = GRPOOptions
+    name = "grpo"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.scale, self.eps = self.options.scale, self.options.eps
 
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
         groups: dict[tuple[int, ...], list[int]] = defaultdict(list)

@@ -28,28 +28,41 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import torch
+from pydantic import Field
 
 from selfplay.api.estimator import Estimator, Reduce, Sample, local
+from selfplay.api.options import Options
 from selfplay.core.config import ConfigError
 
 INVALID = "invalid"  # the part name of an invalid attempt's penalty (core/train/samples.py)
 
 
+class LSPOptions(Options):
+    challenger: str = Field(default="challenger", description="The role that writes tasks.")
+    solver: str = Field(default="solver", description="The role that answers them.")
+    quality: str | None = Field(
+        default="quality", description="Reward term of the quality self-reward (null: LSP-Zero)."
+    )
+    scale: bool = Field(default=False, description="Divide the challenger's advantage by std.")
+    eps: float = Field(default=1e-6, gt=0, description="Added to the deviation before dividing.")
+
+
 class LSP(Estimator):
-    def __init__(
-        self,
-        challenger: str = "challenger",
-        solver: str = "solver",
-        quality: str | None = "quality",
-        scale: bool = False,
-        eps: float = 1e-6,
-    ) -> None:
-        if challenger == solver:
-            raise ValueError(f"lsp: the challenger and solver roles are both {challenger!r}.")
-        self.challenger, self.solver, self.quality = challenger, solver, quality
-        self.scale, self.eps = scale, eps
+    """Language Self-Play: GRPO for the solver, -V(q) + V_Q(q) - baseline for the challenger."""
+
+    Options = LSPOptions
+    name = "lsp"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        o = self.options
+        if o.challenger == o.solver:
+            raise ConfigError(f"lsp: the challenger and solver roles are both {o.challenger!r}.")
+        self.challenger, self.solver, self.quality = o.challenger, o.solver, o.quality
+        self.scale, self.eps = o.scale, o.eps
 
     def __call__(self, samples: Sequence[Sample], reduce: Reduce = local) -> list[float | None]:
         self._check_roles(samples)

@@ -25,22 +25,36 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from pydantic import Field
 
 from selfplay.api.estimator import Estimator, Reduce, Sample, local, rewards_tensor
+from selfplay.api.options import Options
 
 # baseline slots per role with ``per_opponent``; opponents are hashed into them
 OPPONENT_BUCKETS = 64
 
 
+class RAEOptions(Options):
+    decay: float = Field(
+        default=0.95, ge=0, lt=1, description="EMA decay of each baseline (0: this batch's mean)."
+    )
+    drop_zero: bool = Field(default=False, description="Drop samples whose advantage is 0.")
+    per_opponent: bool = Field(
+        default=False, description="One baseline per opponent too (for mixed opponent pools)."
+    )
+
+
 class RAE(Estimator):
-    def __init__(
-        self, decay: float = 0.95, drop_zero: bool = False, per_opponent: bool = False
-    ) -> None:
-        if not 0 <= decay < 1:
-            raise ValueError(f"rae decay must be in [0, 1), got {decay}.")
-        self.decay = decay
-        self.drop_zero = drop_zero
-        self.per_opponent = per_opponent
+    """SPIRAL's role-conditioned advantage: the return minus an EMA baseline per game x role."""
+
+    Options = RAEOptions
+    name = "rae"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.decay = self.options.decay
+        self.drop_zero = self.options.drop_zero
+        self.per_opponent = self.options.per_opponent
         self.baselines: dict[str, float] = {}
         self.keys: list[str] = []  # every baseline key, from `bind`: the same on every process
 

@@ -36,6 +36,7 @@ RUN_FLAGS = (
     "reward",
     "opponent",
     "estimator",
+    "objective",
     "iterations",
     "matches",
     "seed",
@@ -90,6 +91,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--reward", help="reward expression; default outcome")
     add("--opponent", help="opponent sampler, e.g. latest or fixed:random; default latest")
     add("--estimator", help="advantage estimator; default rae")
+    add("--objective", help="what the update minimises (`selfplay objectives`); default pg")
     add("--iterations", type=int, help="total iterations")
     add("--matches", type=int, help="matches per iteration")
     add("--seed", type=int, help="seed of the run")
@@ -128,16 +130,17 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return _listing(args, plugins(), plugins_table)
 
 
-def cmd_rewards(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.listing import rewards, rewards_table
+def options_listing(kind: str) -> Callable[[argparse.Namespace], int]:
+    """The command that lists the plug-ins of ``kind`` with their options."""
 
-    return _listing(args, rewards(), rewards_table)
+    def command(args: argparse.Namespace) -> int:
+        from selfplay.core.commands.listing import OPTION_KINDS, options_table, registered
 
+        return _listing(
+            args, registered(kind), lambda rows: options_table(OPTION_KINDS[kind], rows)
+        )
 
-def cmd_verifiers(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.listing import verifiers, verifiers_table
-
-    return _listing(args, verifiers(), verifiers_table)
+    return command
 
 
 def _listing(args: argparse.Namespace, rows: list, table: Callable[[list], Any]) -> int:
@@ -236,8 +239,24 @@ COMMANDS = {
     "run": (cmd_run, "play (and train) a game by self-play", add_run_arguments),
     "games": (cmd_games, "list the games plugins provide", add_games_arguments),
     "plugins": (cmd_plugins, "list installed plugins and what they register", add_json),
-    "rewards": (cmd_rewards, "list the rewards plugins provide, with their options", add_json),
-    "verifiers": (cmd_verifiers, "list the verifiers plugins provide, with options", add_json),
+    "rewards": (options_listing("rewards"), "list the rewards, with their options", add_json),
+    "verifiers": (options_listing("verifiers"), "list the verifiers, with options", add_json),
+    "opponents": (
+        options_listing("opponent_samplers"),
+        "list the opponent samplers, with options",
+        add_json,
+    ),
+    "estimators": (
+        options_listing("estimators"),
+        "list the advantage estimators, with options",
+        add_json,
+    ),
+    "objectives": (
+        options_listing("objectives"),
+        "list the objectives (what the update minimises), with options",
+        add_json,
+    ),
+    "callbacks": (options_listing("callbacks"), "list the callbacks, with options", add_json),
     "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
     "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),

@@ -47,18 +47,28 @@ def plugins() -> list[dict[str, Any]]:
     ]
 
 
+# The plug-in kinds listed with their options, and the title of each table.
+OPTION_KINDS = {
+    "rewards": "rewards (combine: --reward 'outcome=1+format=0.1')",
+    "verifiers": "verifiers (verdicts: pass / fail / timeout / error)",
+    "opponent_samplers": "opponent samplers (--opponent NAME or NAME:ARG)",
+    "estimators": "advantage estimators (--estimator NAME, options in estimator_options)",
+    "objectives": "objectives: what the update minimises (--objective NAME)",
+    "callbacks": "callbacks (--set callbacks=[NAME], options in callback_options.NAME)",
+}
+
+
+def registered(kind: str) -> list[dict[str, Any]]:
+    """Every registered plug-in of ``kind``: its one-line doc, options and plugin."""
+    return [registered_info(entry) for entry in getattr(load().registries, kind)]
+
+
 def rewards() -> list[dict[str, Any]]:
-    """Every registered reward: its one-line doc, options (from ``Options``) and plugin."""
-    return [registered_info(entry) for entry in load().registries.rewards]
-
-
-def rewards_table(rows: list[dict[str, Any]]) -> Table:
-    return options_table("rewards (combine: --reward 'outcome=1+format=0.1')", rows)
+    return registered("rewards")
 
 
 def verifiers() -> list[dict[str, Any]]:
-    """Every registered verifier: its one-line doc, options (from ``Options``) and plugin."""
-    return [registered_info(entry) for entry in load().registries.verifiers]
+    return registered("verifiers")
 
 
 def registered_info(entry: Any) -> dict[str, Any]:
@@ -77,16 +87,16 @@ def registered_info(entry: Any) -> dict[str, Any]:
     }
     doc = (entry.obj.__doc__ or "").strip().splitlines()
     description = doc[0] if doc else ""
-    return {
+    info = {
         "name": entry.name,
         "description": description,
         "options": options,
         "plugin": entry.plugin,
     }
-
-
-def verifiers_table(rows: list[dict[str, Any]]) -> Table:
-    return options_table("verifiers (verdicts: pass / fail / timeout / error)", rows)
+    positional = getattr(entry.obj, "positional", None)
+    if positional:
+        info["argument"] = positional  # NAME:ARG sets this option
+    return info
 
 
 def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
@@ -100,7 +110,8 @@ def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
             f"{opt['description']}"
             for name, opt in row["options"].items()
         )
-        table.add_row(row["name"], f"{row['description']}\n{options}".strip(), row["plugin"])
+        name = row["name"] + (f":{row['argument'].upper()}" if row.get("argument") else "")
+        table.add_row(name, f"{row['description']}\n{options}".strip(), row["plugin"])
     return table
 
 

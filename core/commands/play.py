@@ -28,7 +28,7 @@ from selfplay.api.types import Completion, Payoffs, Role
 from selfplay.core.config import ConfigError, RunConfig, explain
 from selfplay.core.rollout import match_rng
 from selfplay.core.train import checkpoint
-from selfplay.core.train.build import build_learner, split_spec
+from selfplay.core.train.build import build_game, build_learner, split_spec
 from selfplay.plugins.manager import registries
 
 PROMPT = "your move> "
@@ -187,9 +187,8 @@ def play_in_terminal(
 
 
 def _build_game(name: str, config: RunConfig) -> Game:
-    game_cls = registries().games.get(name)
     options = config.game_options if name == config.game else {}
-    return game_cls(options, rules=config.invalid_moves)
+    return build_game(config.model_copy(update={"game": name, "game_options": options}))
 
 
 def _human_role(game: Game, role: Role | None) -> Role:

@@ -35,7 +35,8 @@ class RunDisplay:
         c = self.config
         self.console.print(
             f"[bold]selfplay run[/bold] game={c.game} model={c.model} opponent={c.opponent} "
-            f"estimator={c.estimator} matches={c.matches} iterations={c.iterations} "
+            f"estimator={c.estimator} objective={c.objective} matches={c.matches} "
+            f"iterations={c.iterations} "
             f"-> {self.folder.path}"
         )
         self.progress.start()

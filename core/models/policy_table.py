@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from selfplay.api.policy import Request
-from selfplay.core.algorithms.policy_gradient import score
+from selfplay.core.models.scoring import score
 from selfplay.core.train.cold_start import eos_id
 from selfplay.games.tabular import InfoSet, TabularGame, answer_text
 

@@ -1,11 +1,11 @@
 """The policies model-based rewards (judges) ask for by name.
 
 - ``learner``: the model being trained, judging itself (Self-Rewarding LMs).
-- ``reference``: the learner's frozen starting point (as the cold start left it), the
-  default judge. Without LoRA it is the loop's frozen copy of the model (kept, saved and
-  restored with checkpoints whenever a reward or the KL term needs it); with LoRA it is the
-  same base with the cold start's adapter weights swapped in (``lora_reference()``, or the
-  adapters off when it gives None), so no second copy of the weights exists.
+- ``reference``: the run's reference policy (core/train/reference.py; as the cold start left
+  it), the default judge. Without LoRA it is the loop's frozen copy of the model (kept, saved
+  and restored with checkpoints whenever a reward, the objective or the KL term needs it);
+  with LoRA it is the same base with the reference's adapter weights swapped in, so no second
+  copy of the weights exists.
 - anything else: a registered model name or a local model folder, loaded once.
 
 A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
@@ -15,7 +15,8 @@ copied here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from selfplay.api.policy import Policy
@@ -25,15 +26,8 @@ from selfplay.core.config import ConfigError, RunConfig
 class RewardModels:
     """``models(name, max_new_tokens=None) -> Policy``, each made once."""
 
-    def __init__(
-        self,
-        config: RunConfig,
-        learner: Policy,
-        reference: Any = None,
-        lora_reference: Callable[[], Any] = lambda: None,
-    ) -> None:
+    def __init__(self, config: RunConfig, learner: Policy, reference: Any = None) -> None:
         self.config, self.learner, self.reference = config, learner, reference
-        self.lora_reference = lora_reference
         self._made: dict[tuple[str, int | None], Policy] = {}
 
     def __call__(self, name: str, *, max_new_tokens: int | None = None) -> Policy:
@@ -46,22 +40,19 @@ class RewardModels:
         if name == "learner":
             return self._sharing(self._learner_model(name), name, max_new_tokens)
         if name == "reference":
-            if self.config.lora.enabled:
-                from selfplay.core.models.lora import reference_logits_context
-
-                model = self._learner_model(name)
-                policy = self._sharing(model, name, max_new_tokens)
-                policy.role_context = lambda _role: reference_logits_context(
-                    model, self.lora_reference()
-                )
-                return policy
-            if self.reference is None:
+            reference = self.reference
+            if reference is None or not reference.exists:
                 raise ConfigError(
-                    "A reward asks for the 'reference' model, but this run keeps no frozen "
-                    "reference; the loop must be given one (RewardModels(reference=...))."
+                    "A reward asks for the 'reference' model, but this run keeps no reference "
+                    "policy; the loop must be given one (RewardModels(reference=...))."
                 )
-            return self._sharing(self.reference, name, max_new_tokens)
-        from selfplay.core.train.build import build_learner
+            if reference.copy is not None:
+                return self._sharing(reference.copy, name, max_new_tokens)
+            model = self._learner_model(name)
+            policy = self._sharing(model, name, max_new_tokens)
+            policy.role_context = lambda _role: _scoring(reference)
+            return policy
+        from selfplay.core.models.loading import build_learner
 
         generation = self.config.generation.model_copy(
             update={"max_new_tokens": max_new_tokens or self.config.generation.max_new_tokens}
@@ -99,3 +90,10 @@ class RewardModels:
             seed=learner.seed,
             share_prefix=learner.share_prefix,
         )
+
+
+@contextmanager
+def _scoring(reference: Any) -> Iterator[None]:
+    """The reference's adapters swapped in while the judge generates (LoRA)."""
+    with reference.scoring():
+        yield

@@ -1,23 +1,25 @@
 """Turns a RunConfig's names into objects, through the registries only.
 
-core never imports a concrete plug-in: every game, model, reward and sampler comes from a
-registry lookup here, so a third-party plugin is built exactly like a built-in.
+core never imports a concrete plug-in: every game, model, reward, sampler, estimator,
+objective and callback comes from a registry lookup here, so a third-party plugin is built
+exactly like a built-in. Every plug-in's options are validated by its ``Options`` class, and
+every mistake is a ConfigError naming the option and its valid form, raised before any work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.policy import Policy, ScriptedPolicy
-from selfplay.api.reward import Reward, RewardOptions
-from selfplay.api.sampler import LEARNER, OpponentSampler, is_snapshot
-from selfplay.core.config import ConfigError, RunConfig
+from selfplay.api.options import explain
+from selfplay.api.reward import Reward
+from selfplay.api.sampler import OpponentSampler
+from selfplay.core.config import RunConfig
+from selfplay.core.models.loading import build_learner
 from selfplay.plugins.manager import registries
 from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 
@@ -28,75 +30,105 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return name.strip(), (arg.strip() or None)
 
 
-def build_game(config: RunConfig) -> Game:
-    game_cls = registries().games.get(config.game)
+def construct(
+    factory: Callable[..., Any],
+    options: dict[str, Any],
+    owner: str,
+    section: str,
+    arg: str | None = None,
+    flag: str = "",
+) -> Any:
+    """``factory(**options)``, with ``NAME:ARG``'s argument as its ``positional`` option.
+
+    A bad option becomes a ConfigError that names it (`selfplay.api.options.explain`).
+    """
+    options = dict(options)
+    if arg is not None:
+        field = getattr(factory, "positional", None)
+        if field is None:
+            raise ConfigError(
+                f"{flag or owner} takes no argument after ':' (got {arg!r}); set its options "
+                f"in {section} instead."
+            )
+        options[field] = arg
     try:
-        return game_cls(config.game_options, rules=config.invalid_moves)
+        return factory(**options)
     except ValidationError as err:
-        problems = []
-        for problem in err.errors():
-            key = ".".join(str(p) for p in problem["loc"])
-            if problem["type"] == "extra_forbidden":
-                valid = ", ".join(sorted(game_cls.Options.model_fields))
-                problems.append(f"{config.game} has no option {key!r}; its options are: {valid}.")
-            else:
-                problems.append(f"game_options.{key}: {problem['msg']}.")
-        raise ConfigError(" ".join(problems)) from None
+        model = getattr(factory, "Options", None)
+        fields = model.model_fields if model is not None else ()
+        where = f"{flag}: " if flag else ""
+        raise ConfigError(where + explain(err, owner, section, fields)) from None
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{flag or owner}: {err}") from None
 
 
-def build_learner(config: RunConfig) -> Policy:
-    generation = config.generation.model_dump()
-    options: dict[str, Any] = {"seed": config.seed, **generation, **config.model_options}
-    models = registries().models
-    if config.model in models:
-        return models.get(config.model)(**options)
-    path = Path(config.model).expanduser()
-    if path.is_dir():
-        from selfplay.core.models.hf_policy import HFPolicy
+class Verifiers:
+    """The run's verifiers by (name, options), each made once and shared by the run's games."""
 
-        try:
-            return HFPolicy.from_pretrained(path, **options)
-        except ImportError as err:  # an attention kernel or dtype this machine lacks
-            raise ConfigError(str(err)) from None
-    raise ConfigError(
-        f"Model {config.model!r} is neither a registered model "
-        f"({', '.join(sorted(models.entries))}) nor a local Hugging Face model folder. "
-        "Nothing is downloaded at run time: pass a folder."
-    )
+    def __init__(self) -> None:
+        self.made: dict[str, Any] = {}
+
+    def __call__(self, name: str, options: dict[str, Any]) -> Any:
+        key = f"{name}:{sorted(options.items())}"
+        if key not in self.made:
+            factory = registries().verifiers.get(name)
+            owner = f"verifier {name!r}"
+            self.made[key] = construct(factory, options, owner, "game_options.verifier_options")
+        return self.made[key]
 
 
-def build_sampler(config: RunConfig) -> OpponentSampler:
+def build_game(config: RunConfig, verifiers: Verifiers | None = None) -> Game:
+    game_cls = registries().games.get(config.game)
+    context = {}
+    if getattr(game_cls, "uses_verifier", False):
+        context["verifiers"] = verifiers or Verifiers()
+    try:
+        return game_cls(config.game_options, rules=config.invalid_moves, **context)
+    except ValidationError as err:
+        fields = game_cls.Options.model_fields
+        raise ConfigError(explain(err, config.game, "game_options", fields)) from None
+
+
+def build_sampler(config: RunConfig, game: Game | None = None) -> OpponentSampler:
     name, arg = split_spec(config.opponent)
     factory = registries().opponent_samplers.get(name)
-    options = config.opponent_options
-    try:
-        return factory(arg, **options) if arg is not None else factory(**options)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"--opponent {config.opponent}: {err}") from None
+    owner = f"opponent {name!r}"
+    flag = f"--opponent {config.opponent}"
+    sampler = construct(factory, config.opponent_options, owner, "opponent_options", arg, flag)
+    if game is not None and hasattr(sampler, "check"):
+        sampler.check(game)
+    return sampler
 
 
 def build_estimator(config: RunConfig) -> Any:
     factory = registries().estimators.get(config.estimator)
-    try:
-        return factory(**config.estimator_options)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"estimator {config.estimator!r}: {err}") from None
+    owner = f"estimator {config.estimator!r}"
+    return construct(factory, config.estimator_options, owner, "estimator_options")
 
 
-def build_callbacks(config: RunConfig) -> list[Any]:
+def build_objective(config: RunConfig) -> Any:
+    factory = registries().objectives.get(config.objective)
+    owner = f"objective {config.objective!r}"
+    return construct(factory, config.objective_options, owner, "objective_options")
+
+
+def build_callbacks(config: RunConfig) -> list[tuple[str, Any]]:
     stray = sorted(set(config.callback_options) - set(config.callbacks))
     if stray:
         raise ConfigError(
             f"callback_options has {', '.join(map(repr, stray))}, which is not in callbacks "
             f"{config.callbacks}; remove the options or add the callback."
         )
+    twice = sorted({name for name in config.callbacks if config.callbacks.count(name) > 1})
+    if twice:
+        raise ConfigError(f"callbacks lists {', '.join(map(repr, twice))} more than once.")
     callbacks = []
     for name in config.callbacks:
         factory = registries().callbacks.get(name)
-        try:
-            callbacks.append(factory(**config.callback_options.get(name, {})))
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"callback {name!r}: {err}") from None
+        options = config.callback_options.get(name, {})
+        callbacks.append((name, construct(factory, options, name, f"callback_options.{name}")))
     return callbacks
 
 
@@ -132,58 +164,18 @@ def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
 
 def _make_reward(name: str, options: dict[str, Any]) -> Reward:
     factory = registries().rewards.get(name)
-    try:
-        return factory(**options)
-    except ValidationError as err:
-        valid = ", ".join(sorted(getattr(factory, "Options", RewardOptions).model_fields))
-        problems = [
-            f"reward {name!r} has no option {'.'.join(map(str, p['loc']))!r}; its options are: "
-            f"{valid or 'none'}."
-            if p["type"] == "extra_forbidden"
-            else f"reward_options.{name}.{'.'.join(map(str, p['loc']))}: {p['msg']}."
-            for p in err.errors()
-        ]
-        raise ConfigError(" ".join(problems)) from None
-    except TypeError as err:
-        raise ConfigError(f"reward {name!r} takes no options {sorted(options)}: {err}") from None
-
-
-@dataclass
-class Seats:
-    """Resolves seat-holder names from samplers into policies (scripted ones made once).
-
-    Snapshot names go to ``snapshots``, which loads pool members on demand.
-    """
-
-    learner: Policy
-    game: Game
-    snapshots: Callable[[str], Policy] | None = None
-
-    def __post_init__(self) -> None:
-        self._cache: dict[str, Policy] = {LEARNER: self.learner}
-
-    def policy(self, holder: str) -> Policy:
-        if is_snapshot(holder) and self.snapshots is not None:
-            return self.snapshots(holder)
-        if holder not in self._cache:
-            kind, _, player = holder.partition(":")
-            if kind != "scripted" or player not in self.game.players:
-                known = ", ".join(sorted(self.game.players)) or "none"
-                raise ConfigError(
-                    f"Unknown seat holder {holder!r} for {self.game.name}; "
-                    f"scripted players: {known}."
-                )
-            self._cache[holder] = ScriptedPolicy(player)
-        return self._cache[holder]
+    return construct(factory, options, f"reward {name!r}", f"reward_options.{name}")
 
 
 __all__ = [
-    "Seats",
+    "Verifiers",
     "build_callbacks",
     "build_estimator",
     "build_game",
     "build_learner",
+    "build_objective",
     "build_reward",
     "build_sampler",
+    "construct",
     "split_spec",
 ]

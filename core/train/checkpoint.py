@@ -30,10 +30,19 @@ class CheckpointError(RuntimeError):
     """A checkpoint could not be written or read; the message names the path."""
 
 
+# Keys added after the first release, with their defaults: left out of the hash while they
+# hold the default, so run folders written before they existed still resume.
+LATER_KEYS = {"objective": "pg", "objective_options": {}}
+
+
 def config_hash(config_json: dict[str, Any]) -> str:
     """Hash of the settings that shape training (not the iteration count or paths)."""
     ignored = {"iterations", "resume", "out", "name", "eval"}
-    stable = {k: v for k, v in config_json.items() if k not in ignored}
+    stable = {
+        k: v
+        for k, v in config_json.items()
+        if k not in ignored and not (k in LATER_KEYS and v == LATER_KEYS[k])
+    }
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
 
 

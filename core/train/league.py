@@ -19,31 +19,29 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfplay.api.sampler import LEARNER, snapshot
 from selfplay.api.types import Episode
 from selfplay.core.models.policy_table import Table, is_tabular, policy_table
 from selfplay.core.rollout import play
-from selfplay.core.train.snapshots import SnapshotStore
 from selfplay.opponents.pool import Pool
 from selfplay.opponents.ratings import Ratings, score_of
 
+if TYPE_CHECKING:
+    from selfplay.api.run_view import RunView
+    from selfplay.core.train.seating import Seats
+    from selfplay.core.train.snapshots import SnapshotStore
+
 
 class League:
-    def __init__(self, trainer: Any, folder: Path | None, shared_folder: Path) -> None:
-        """``folder``: the run folder on process 0 (None elsewhere); ``shared_folder``: its path
-        on every process."""
-        config = self.config = trainer.config
-        self.game, self.sampler, self.seats = trainer.game, trainer.sampler, trainer.seats
-        self.learner = trainer.learner
-        self.pool = Pool(size=config.pool.size, scripted=list(config.pool.scripted))
-        self.store = SnapshotStore(
-            Path(shared_folder) / "pool", self.learner, config.lora.enabled, folder is not None
-        )
-        self.seats.snapshots = self.store
-        self.folder, self.barrier = folder, trainer.fabric.barrier
+    """Built from the run's view, its seat resolver and its snapshot store (pool/)."""
+
+    def __init__(self, view: RunView, seats: Seats, store: SnapshotStore) -> None:
+        self.config, self.game, self.sampler = view.config, view.game, view.sampler
+        self.learner, self.seats, self.store = view.learner, seats, store
+        self.folder, self.barrier = view.folder, view.barrier
+        self.pool = Pool(size=self.config.pool.size, scripted=list(self.config.pool.scripted))
         self.elo = Ratings()
         self.results: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
         self.tables: dict[str, Table] = {}  # snapshot name -> its policy table

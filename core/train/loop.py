@@ -1,59 +1,54 @@
 """The self-play training loop, on Lightning Fabric.
 
     each iteration:  seat the matches (opponent sampler) -> play them in lock-step (rollout)
-                     -> rewards -> per-turn returns -> advantages (estimator) -> update
-                     -> log, evaluate, checkpoint
+                     -> callbacks screen them -> rewards -> per-turn returns
+                     -> advantages (estimator, when the objective needs them)
+                     -> the objective's items -> update -> log, evaluate, checkpoint
 
 Fabric owns devices, precision, the DDP / DeepSpeed strategies, checkpoint I/O and loggers;
 the loop itself is ours. Every process draws the same seatings and seeds and plays its own
 share of the matches; estimator statistics are summed across processes; process 0 alone
-writes the run folder.
+writes the run folder. Plug-ins see the run through a `RunView`, never through the trainer.
 """
 
 from __future__ import annotations
 
-import copy
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
 import torch.distributed
 
-from selfplay.api.reward import RewardContext
+from selfplay.api.objective import IterationData
+from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
-from selfplay.core.models.lora import (
-    adapter_state_dict,
-    apply_lora,
-    load_adapter_state_dict,
-    reference_logits_context,
-)
-from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.rollout import play
 from selfplay.core.stats import episode_metrics
-from selfplay.core.train import checkpoint
+from selfplay.core.train import checkpoint, resume
 from selfplay.core.train.build import (
-    Seats,
     build_callbacks,
     build_estimator,
     build_game,
     build_learner,
+    build_objective,
     build_reward,
     build_sampler,
 )
-from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.episode_log import write_episodes
-from selfplay.core.train.hardware import build_fabric, gradient_clipper
+from selfplay.core.train.hardware import build_fabric
 from selfplay.core.train.league import League
+from selfplay.core.train.model_setup import prepare_learner
 from selfplay.core.train.run_folder import RunFolder, make_run_folder
 from selfplay.core.train.samples import episode_samples
-from selfplay.core.train.seating import seat_matches
-from selfplay.core.train.update import Updater, check_reference, pull_reference
+from selfplay.core.train.seating import Seats, seat_matches
+from selfplay.core.train.snapshots import SnapshotStore
 
 
 @dataclass
@@ -87,14 +82,14 @@ class Trainer:
         self.main = fabric.global_rank == 0
         torch.manual_seed(config.seed)
         self.game = build_game(config)
-        self.sampler = build_sampler(config)
+        self.sampler = build_sampler(config, self.game)
         self.reward = build_reward(config, self.game)
+        self.objective = build_objective(config)
         self.estimator = build_estimator(config)
         self.estimator.bind(self.game.name, self.game.roles)
         self.callbacks = build_callbacks(config)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
-        self.seats = Seats(self.learner, self.game)
         self.rng = random.Random(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
@@ -113,52 +108,50 @@ class Trainer:
                 folder.write_config(self.config)
         return folder
 
-    def _prepare_model(self, resuming: bool) -> None:
-        config, learner = self.config, self.learner
-        if config.lora.enabled:
-            learner.model = apply_lora(learner.model, config.lora, self.game.roles)
-        learner.model = learner.model.to(self.fabric.device)  # the cold start trains there too
-        if not resuming:
-            warm_up(learner, self.game, config, self._say)
-        needs_reference = config.train.kl_coef > 0 or "reference" in self.reward.models
-        check_reference(config)
-        params = [p for p in learner.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
-            params, lr=config.train.lr, weight_decay=config.train.weight_decay
+    def _set_up(self, resuming: bool) -> None:
+        config = self.config
+        wanted = (
+            config.train.kl_coef > 0
+            or self.objective.wants_reference()
+            or "reference" in self.reward.models
         )
-        model, optimizer = self.fabric.setup(learner.model, optimizer)
-        learner.model = model.module  # generation runs on the plain module; weights are shared
-        self.reference = None
-        if needs_reference and not config.lora.enabled:  # a copy on the device, in its precision
-            self.reference = copy.deepcopy(learner.model).eval().requires_grad_(False)
-        # under LoRA the reference is the adapters as the cold start left them (a few tensors)
-        self.lora_reference = adapter_state_dict(model.module) if config.lora.enabled else None
-        self.model, self.optimizer = model, optimizer
-        self.updater = Updater(
-            model=model,
-            optimizer=optimizer,
-            config=config.train,
-            pad_id=learner.pad_id,
-            backward=self.fabric.backward,
-            clip_gradients=gradient_clipper(self.fabric, config.hardware.strategy),
-            reference=(lambda: reference_logits_context(model.module, self.lora_reference))
-            if config.lora.enabled
-            else None,
-            reference_model=self.reference,
-            temperature=config.generation.temperature,
-            role_context=self._role_context(model),
+        ready = prepare_learner(
+            self.fabric,
+            config,
+            self.learner,
+            self.game,
+            self.objective,
+            wanted,
+            resuming,
+            self._say,
         )
-        self.learner.role_context = self.updater.role_context
-        models = RewardModels(config, learner, self.reference, lambda: self.lora_reference)
+        self.model, self.optimizer = ready.model, ready.optimizer
+        self.reference, self.updater = ready.reference, ready.updater
+        from selfplay.api.reward import RewardContext
+        from selfplay.core.models.reward_models import RewardModels
+
+        models = RewardModels(config, self.learner, self.reference)
         self.reward.bind(RewardContext(game=self.game, policy=models))
-
-    def _role_context(self, model: Any) -> Any:
-        """With one LoRA adapter per role, generation and scoring switch adapters by role."""
-        if not (self.config.lora.enabled and self.config.lora.per_role):
-            return None
-        from selfplay.core.models.lora import use_adapter
-
-        return lambda role: use_adapter(model.module, role)
+        path = self.folder.path if self.folder else config.resume or config.out
+        self.shared_path = shared = Path(self._shared_folder(path))
+        store = SnapshotStore(shared / "pool", self.learner, config.lora.enabled, self.main)
+        self.seats = Seats(self.learner, self.game, snapshots=store)
+        self.view = RunView(
+            config=config,
+            game=self.game,
+            learner=self.learner,
+            sampler=self.sampler,
+            folder=self.folder.path if self.folder else None,
+            resumed=resuming,
+            is_main=self.main,
+            rank=self.fabric.global_rank,
+            world_size=self.fabric.world_size,
+            policy=self.seats.policy,
+            barrier=self.fabric.barrier,
+            say=self._say,
+            reset_optimizer=self._reset_optimizer,
+        )
+        self.league = League(self.view, self.seats, store)
 
     # ---- the loop --------------------------------------------------------------------------
 
@@ -166,11 +159,9 @@ class Trainer:
         from selfplay.core.commands.progress import RunDisplay
 
         resume_from = checkpoint.latest(self.config.resume) if self.config.resume else None
-        self._prepare_model(resuming=resume_from is not None)
-        path = self.folder.path if self.folder else None
-        self.league = League(self, path, self._shared_folder(path))
+        self._set_up(resuming=resume_from is not None)
         if resume_from is not None:
-            self._restore(resume_from)
+            resume.restore(self, resume_from)
         elif self.config.resume and self.main and self.folder:
             self.folder.truncate(0, 0)  # killed before its first checkpoint: start over
         start = self.progress.iteration
@@ -185,25 +176,27 @@ class Trainer:
             )
         before = self._before_eval()
         rows: list[dict[str, Any]] = []
-        for callback in self.callbacks:
-            callback.on_train_start(self)
+        self.view = self.view.at(start)
+        for _, callback in self.callbacks:
+            callback.on_train_start(self.view)
         display = RunDisplay(self.config, self.folder, self.console, enabled=self.main)
         with display:
             for iteration in range(start + 1, self.config.iterations + 1):
+                self.view = self.view.at(iteration)
                 row = self.iteration(iteration)
                 if self.config.eval.every and iteration % self.config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
-                for callback in self.callbacks:
-                    callback.on_iteration_metrics(self, iteration, self.episodes, row)
+                for _, callback in self.callbacks:
+                    callback.on_iteration_metrics(self.view, self.episodes, row)
                 row["elapsed_seconds"] = time.perf_counter() - self.started
                 self._log(row)
                 rows.append(row)
                 display.update(row)
                 last = iteration == self.config.iterations or self._out_of_time()
                 if last or iteration % self.config.checkpoint_every == 0:
-                    self.save(iteration)
-                for callback in self.callbacks:
-                    callback.on_iteration_end(self, iteration, row)
+                    resume.save(self, iteration)
+                for _, callback in self.callbacks:
+                    callback.on_iteration_end(self.view, row)
                 if last:
                     break
             after = self.evaluate()
@@ -211,8 +204,8 @@ class Trainer:
         if self.tensorboard is not None:
             self.tensorboard.finalize("success")
         result = TrainResult(self.folder, rows, before, after)
-        for callback in self.callbacks:
-            callback.on_train_end(self, result)
+        for _, callback in self.callbacks:
+            callback.on_train_end(self.view, result)
         return result
 
     def iteration(self, iteration: int) -> dict[str, Any]:
@@ -222,23 +215,28 @@ class Trainer:
             self.game, self.sampler, self.seats, self.rng, config.matches, self.league.members
         )
         share = slice(fabric.global_rank, None, fabric.world_size)
-        episodes = play(self.game, seatings[share], seeds[share])
-        played = time.perf_counter()
+        played = play(self.game, seatings[share], seeds[share])
+        finished = time.perf_counter()
+        episodes = played
+        for _, callback in self.callbacks:
+            episodes = list(callback.on_episodes(self.view, episodes))
         scores = self.reward(episodes, reduce=self._sum)
         invalid_reward = config.train.invalid_reward
         if invalid_reward is None:
             invalid_reward = config.invalid_moves.penalty
         samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
         samples = [s for s in samples if self._trains(s.role, iteration)]
-        advantages = self.estimator(samples, reduce=self._sum)
-        kept = [(s, a) for s, a in zip(samples, advantages, strict=True) if a is not None]
-        chunks = self._minibatches(len(kept))
-        stats = self.updater.update(
-            [s for s, _ in kept], [a for _, a in kept], self.generator, chunks
-        )
-        if config.train.reference_update and self.reference is not None:
-            pull_reference(self.reference, self.model.module, config.train.reference_update)
-        everyone = self._gather_episodes(episodes)
+        advantages = None
+        if self.objective.needs == "advantages":
+            advantages = self.estimator(samples, reduce=self._sum)
+        if self.objective.refreshes_reference():
+            self.reference.refresh()  # the reference is this iteration's starting policy
+        data = IterationData(samples, advantages, episodes, self._encoder())
+        items = self.objective.prepare(data)
+        stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
+        if config.train.reference_update:
+            self.reference.pull(config.train.reference_update)
+        everyone = self._gather_episodes(played)
         self.episodes = everyone  # the iteration's matches, for on_iteration_metrics
         if self.main and self.folder:
             write_episodes(self.folder.episodes, everyone)
@@ -246,10 +244,13 @@ class Trainer:
         row = {"iteration": iteration, **episode_metrics(episodes, totals, self._sum)}
         row.update(self.reward.metrics())
         row.update(stats.means())
+        row.update(self.objective.iteration_metrics())
         row.update(self.league.after_iteration(iteration, everyone))
-        row["advantage_mean"] = sum(a for _, a in kept) / max(len(kept), 1)
-        row["rollout_seconds"] = played - started
-        row["update_seconds"] = time.perf_counter() - played
+        if advantages is not None:
+            kept = [a for a in advantages if a is not None]
+            row["advantage_mean"] = sum(kept) / max(len(kept), 1)
+        row["rollout_seconds"] = finished - started
+        row["update_seconds"] = time.perf_counter() - finished
         return row
 
     # ---- pieces ----------------------------------------------------------------------------
@@ -290,6 +291,25 @@ class Trainer:
         gathered: list[Any] = [None] * self.fabric.world_size
         torch.distributed.all_gather_object(gathered, [e.to_dict() for e in episodes])
         return [Episode.from_dict(d) for part in gathered for d in part]
+
+    def _encoder(self) -> Any:
+        """Text -> answer token ids ending with end-of-sequence, in the learner's tokenizer."""
+        tokenizer = getattr(self.learner, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        from selfplay.core.train.cold_start import eos_id
+
+        stop = eos_id(self.learner)
+
+        def encode(text: str) -> tuple[int, ...]:
+            return (*tokenizer(text, add_special_tokens=False)["input_ids"], stop)
+
+        return encode
+
+    def _reset_optimizer(self) -> None:
+        inner = getattr(self.optimizer, "optimizer", self.optimizer)
+        if isinstance(inner, torch.optim.Optimizer):
+            inner.state.clear()
 
     def evaluate(self) -> dict[str, EvalResult]:
         ev = self.config.eval
@@ -332,63 +352,6 @@ class Trainer:
         if self.main and self.console is not None:
             self.console.print(text)
 
-    # ---- checkpoints -----------------------------------------------------------------------
-
-    def save(self, iteration: int) -> None:
-        self.progress.iteration = iteration
-        if self.main and self.folder:
-            self.progress.episodes_bytes = self.folder.episodes_size()
-        state: dict[str, Any] = {
-            "optimizer": self.optimizer,
-            "estimator": self.estimator.state_dict(),
-            "sampler": self.sampler.state_dict(),
-            "league": self.league.state_dict(),
-            "reward": self.reward.state_dict(),
-            "rng": checkpoint.rng_state(self.rng, self.generator),
-            "progress": self.progress.__dict__.copy(),
-            "nonfinite_streak": self.updater.nonfinite_streak,
-            "config_hash": checkpoint.config_hash(self.config.model_dump(mode="json")),
-        }
-        if self.config.lora.enabled:
-            state["adapters"] = adapter_state_dict(self.model.module)
-            state["lora_reference"] = self.lora_reference
-        else:
-            state["model"] = self.model
-        if self.reference is not None:
-            state["reference"] = self.reference.state_dict()
-        path = self.folder.path if self.folder else self.config.resume or self.config.out
-        checkpoint.save(self.fabric, self._shared_folder(path), iteration, state)
-        self.league.after_checkpoint()
-        if self.main:
-            self.league.write_reports()
-
     def _shared_folder(self, path: Any) -> Any:
         """Every process needs the run folder's path (only process 0 made it)."""
         return self.fabric.broadcast(path, src=0)
-
-    def _restore(self, path: Any) -> None:
-        state: dict[str, Any] = {"optimizer": self.optimizer}
-        if not self.config.lora.enabled:
-            state["model"] = self.model
-        rest = checkpoint.load(self.fabric, path, state)
-        saved_hash = rest["config_hash"]
-        current = checkpoint.config_hash(self.config.model_dump(mode="json"))
-        if saved_hash != current:
-            raise checkpoint.CheckpointError(
-                f"The checkpoint {path} was written with a different config ({saved_hash} vs "
-                f"{current}); resume with the run folder's own config.yaml."
-            )
-        if self.config.lora.enabled:
-            load_adapter_state_dict(self.model.module, rest["adapters"])
-            self.lora_reference = rest.get("lora_reference", self.lora_reference)
-        if self.reference is not None:
-            self.reference.load_state_dict(rest["reference"])
-        self.estimator.load_state_dict(rest["estimator"])
-        self.sampler.load_state_dict(rest["sampler"])
-        self.league.load_state_dict(rest["league"])
-        self.reward.load_state_dict(rest["reward"])
-        checkpoint.restore_rng(rest["rng"], self.rng, self.generator)
-        self.progress = Progress(**rest["progress"])
-        self.updater.nonfinite_streak = rest["nonfinite_streak"]
-        if self.main and self.folder:
-            self.folder.truncate(self.progress.iteration, self.progress.episodes_bytes)

@@ -1,15 +1,45 @@
-"""Who sits where: the opponent sampler's choices turned into seatings for a batch of matches."""
+"""Who sits where: seat-holder names turned into policies, and seatings for a batch of matches."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.policy import Policy
-from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.policy import Policy, ScriptedPolicy
+from selfplay.api.sampler import LEARNER, OpponentSampler, is_snapshot
 from selfplay.api.types import Role
-from selfplay.core.train.build import Seats
+
+
+@dataclass
+class Seats:
+    """Resolves seat-holder names from samplers into policies (scripted ones made once).
+
+    Snapshot names go to ``snapshots``, which loads pool members on demand.
+    """
+
+    learner: Policy
+    game: Game
+    snapshots: Callable[[str], Policy] | None = None
+
+    def __post_init__(self) -> None:
+        self._cache: dict[str, Policy] = {LEARNER: self.learner}
+
+    def policy(self, holder: str) -> Policy:
+        if is_snapshot(holder) and self.snapshots is not None:
+            return self.snapshots(holder)
+        if holder not in self._cache:
+            kind, _, player = holder.partition(":")
+            if kind != "scripted" or player not in self.game.players:
+                known = ", ".join(sorted(self.game.players)) or "none"
+                raise ConfigError(
+                    f"Unknown seat holder {holder!r} for {self.game.name}; "
+                    f"scripted players: {known}."
+                )
+            self._cache[holder] = ScriptedPolicy(player)
+        return self._cache[holder]
 
 
 def seat_matches(

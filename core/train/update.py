@@ -1,49 +1,52 @@
-"""One policy update: minibatches of samples → loss → backward → clipped step.
+"""One policy update: minibatches of items -> the objective's loss -> backward -> clipped step.
 
-Reads like the algorithm: score the actions under the current policy (and the reference, when
-a KL pull is asked for), form the clipped policy-gradient loss, step. A non-finite loss is
-skipped (no step) and reported, so the loop can stop after several in a row.
+Reads like the algorithm: score the items' samples under the reference (when the objective
+reads it) and under the current policy, let the objective form its loss, step. The objective
+(``pg`` by default, see core/algorithms/) never calls the model, so LoRA adapters per role,
+DDP and DeepSpeed work the same for every objective. A non-finite loss is skipped (no step)
+and reported, so the loop can stop after several in a row.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from selfplay.api.estimator import Sample
-from selfplay.core.algorithms.policy_gradient import LossTerms, policy_gradient_loss, score
-from selfplay.core.config import ConfigError, TrainConfig
+from selfplay.api.objective import Loss, Objective, Scored
+from selfplay.core.models.scoring import score
+from selfplay.core.train.reference import Reference
 
 
 @dataclass
 class UpdateStats:
+    """Sums over the optimiser steps of one update; `means` is what metrics.csv gets."""
+
+    names: tuple[str, ...] = ()  # the objective's metric names, in column order
     steps: int = 0
     skipped: int = 0  # minibatches whose loss was not finite
     tokens: int = 0
     loss: float = 0.0
-    policy: float = 0.0
-    kl: float = 0.0
-    entropy: float = 0.0
-    clip_fraction: float = 0.0
     grad_norm: float = 0.0
+    sums: dict[str, float] = field(default_factory=dict)
 
-    def add(self, terms, grad_norm: float, tokens: int) -> None:
+    def add(self, result: Loss, grad_norm: float, tokens: int) -> None:
         self.steps += 1
         self.tokens += tokens
-        for name in ("policy", "kl", "entropy", "clip_fraction"):
-            setattr(self, name, getattr(self, name) + getattr(terms, name))
-        self.loss += terms.loss.item()
+        for name in self.names:
+            self.sums[name] = self.sums.get(name, 0.0) + result.metrics.get(name, 0.0)
+        self.loss += result.loss.item()
         self.grad_norm += grad_norm
 
     def means(self) -> dict[str, float]:
         n = max(self.steps, 1)
-        names = ("loss", "policy", "kl", "entropy", "clip_fraction", "grad_norm")
-        row = {name: getattr(self, name) / n for name in names}
+        row = {"loss": self.loss / n}
+        row.update({name: self.sums.get(name, 0.0) / n for name in self.names})
+        row["grad_norm"] = self.grad_norm / n
         row.update(update_steps=self.steps, skipped_steps=self.skipped, train_tokens=self.tokens)
         return row
 
@@ -57,98 +60,80 @@ MAX_NONFINITE_IN_A_ROW = 3
 
 @dataclass
 class Updater:
-    """Holds what every update needs; ``reference`` yields a context scoring the reference."""
+    """Holds what every update needs; ``role_context(role)`` switches per-role adapters."""
 
     model: torch.nn.Module
     optimizer: torch.optim.Optimizer
-    config: TrainConfig
+    objective: Objective
     pad_id: int
     backward: Callable[[torch.Tensor], None]
     clip_gradients: Callable[..., torch.Tensor]  # Fabric.clip_gradients(module, opt, max_norm=)
-    reference: Callable[[], AbstractContextManager] | None = None
-    reference_model: torch.nn.Module | None = None
+    max_grad_norm: float = 1.0
+    epochs: int = 1
+    reference: Reference | None = None
     temperature: float = 1.0
-    role_context: Callable[[str], AbstractContextManager] | None = None
+    role_context: Callable[[str], Any] | None = None
     nonfinite_streak: int = 0
 
     def update(
-        self,
-        samples: Sequence[Sample],
-        advantages: Sequence[float],
-        generator: torch.Generator,
-        minibatches: int,
+        self, items: Sequence[Any], generator: torch.Generator, minibatches: int
     ) -> UpdateStats:
-        """``update_epochs`` passes, each in ``minibatches`` nearly equal parts.
+        """``epochs`` passes over ``items``, each in ``minibatches`` nearly equal parts.
 
         The number of minibatches is given rather than derived, because under DDP every
         process must take the same number of optimiser steps.
         """
-        stats = UpdateStats()
-        if not samples or minibatches < 1:
+        stats = UpdateStats(names=self.objective.metric_names)
+        if not items or minibatches < 1:
             return stats
         self.model.train()
-        epochs = self.config.update_epochs
-        for _ in range(epochs):
-            for part in _length_grouped(samples, minibatches, generator):
-                batch = [samples[i] for i in part]
-                batch_adv = [advantages[i] for i in part]
-                self._step(batch, batch_adv, stats, fresh=epochs == 1)
+        for _ in range(self.epochs):
+            for part in _length_grouped(items, minibatches, generator):
+                self._step([items[i] for i in part], stats)
         self.model.eval()
         return stats
 
-    def _step(
-        self, batch: list[Sample], advantages: list[float], stats: UpdateStats, fresh: bool
-    ) -> None:
+    def _step(self, batch: list[Any], stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
-        groups = self._role_groups(batch)
-        tokens = sum(len(s.token_ids) for s in batch)
-        parts: list[tuple[LossTerms, float]] = []
-        for role, index in groups:
+        tokens = sum(_tokens(item) for item in batch)
+        parts: list[tuple[Loss, float]] = []
+        for role, group in self._role_groups(batch):
             context = self.role_context(role) if self.role_context else nullcontext()
             with context:
-                part = [batch[i] for i in index]
-                terms = self._terms(part, [advantages[i] for i in index], fresh)
-                share = sum(len(batch[i].token_ids) for i in index) / tokens
-                if not math.isfinite(terms.loss.item()):
+                result = self._loss(group)
+                share = sum(_tokens(item) for item in group) / tokens
+                if not math.isfinite(result.loss.item()):
                     self._nonfinite(stats)
                     return
-                self.backward(terms.loss * share)
-            parts.append((terms, share))
+                self.backward(result.loss * share)
+            parts.append((result, share))
         self.nonfinite_streak = 0
-        norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.config.max_grad_norm)
+        norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
         self.optimizer.step()
-        stats.add(_weighted(parts), float(norm), tokens)
+        stats.add(_weighted(parts, stats.names), float(norm), tokens)
 
-    def _role_groups(self, batch: list[Sample]) -> list[tuple[str | None, list[int]]]:
+    def _role_groups(self, batch: list[Any]) -> list[tuple[str | None, list[Any]]]:
         """One group per role when roles have their own adapters, else the whole batch."""
         if self.role_context is None:
-            return [(None, list(range(len(batch))))]
-        roles = sorted({s.role for s in batch})
-        return [(r, [i for i, s in enumerate(batch) if s.role == r]) for r in roles]
+            return [(None, batch)]
+        roles = sorted({item.samples[0].role for item in batch})
+        return [(r, [item for item in batch if item.samples[0].role == r]) for r in roles]
 
-    def _terms(self, batch: list[Sample], advantages: list[float], fresh: bool) -> LossTerms:
-        prompts = [s.prompt_ids for s in batch]
-        actions = [s.token_ids for s in batch]
-        # the reference first: under LoRA it may swap adapter weights in and out
-        ref_logp = self._reference_logp(prompts, actions)
-        current = score(self.model, prompts, actions, self.pad_id, self.temperature)
-        device = current.logp.device
-        if fresh:  # one epoch: the rollout policy is the current one; ratio exactly 1
-            old = current.logp.detach()
-        else:
-            old = _padded([s.logprobs for s in batch], current.logp.shape).to(device)
-        scale = self.config.role_lr_scale
-        weights = [scale.get(s.role, 1.0) for s in batch]
-        return policy_gradient_loss(
-            current,
-            old,
-            torch.tensor(advantages, dtype=torch.float32, device=device),
-            torch.tensor(weights, dtype=torch.float32, device=device),
-            clip=self.config.clip,
-            ref_logp=ref_logp,
-            kl_coef=self.config.kl_coef,
-            entropy_coef=self.config.entropy_coef,
-        )
+    def _loss(self, items: list[Any]) -> Loss:
+        rows = [sample for item in items for sample in item.samples]
+        prompts = [s.prompt_ids for s in rows]
+        answers = [s.token_ids for s in rows]
+        # the reference first: under LoRA it swaps adapter weights in and out
+        reference = self._reference_scores(prompts, answers)
+        entropy = self.objective.wants_entropy()
+        current = score(self.model, prompts, answers, self.pad_id, self.temperature, entropy)
+        return self.objective.loss(items, current, reference)
+
+    def _reference_scores(self, prompts, answers) -> Scored | None:
+        if not (self.objective.wants_reference() and self.reference and self.reference.exists):
+            return None
+        with self.reference.scoring() as model:
+            return score(model, prompts, answers, self.pad_id, self.temperature, False)
 
     def _nonfinite(self, stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -160,70 +145,38 @@ class Updater:
                 "train.lr or set train.max_grad_norm, and check the rewards are finite."
             )
 
-    def _reference_logp(self, prompts, actions) -> torch.Tensor | None:
-        if self.config.kl_coef <= 0:
-            return None
-        if self.reference_model is not None:
-            model, context = self.reference_model, nullcontext()
-        elif self.reference is not None:
-            model, context = self.model, self.reference()
-        else:
-            return None
-        with torch.no_grad(), context:
-            return score(model, prompts, actions, self.pad_id, self.temperature, False).logp
+
+def _tokens(item: Any) -> int:
+    return sum(len(s.token_ids) for s in item.samples)
+
+
+def _length(item: Any) -> int:
+    return sum(len(s.prompt_ids) + len(s.token_ids) for s in item.samples)
 
 
 def _length_grouped(
-    samples: Sequence[Sample], parts: int, generator: torch.Generator
+    items: Sequence[Any], parts: int, generator: torch.Generator
 ) -> list[list[int]]:
-    """Shuffled minibatches of samples of similar length, in shuffled order.
+    """Shuffled minibatches of items of similar length, in shuffled order.
 
     Rows are padded to the longest in their minibatch, and a few long prompts (a retry
     carries the reason of the invalid move) would otherwise triple the cost of every
     minibatch they land in. Ties in length keep the random order.
     """
-    order = torch.randperm(len(samples), generator=generator).tolist()
-    order.sort(key=lambda i: len(samples[i].prompt_ids) + len(samples[i].token_ids))
+    order = torch.randperm(len(items), generator=generator).tolist()
+    order.sort(key=lambda i: _length(items[i]))
     n = len(order)
     groups = [order[k * n // parts : (k + 1) * n // parts] for k in range(parts)]
     return [groups[k] for k in torch.randperm(parts, generator=generator).tolist()]
 
 
-def _weighted(parts: list[tuple[LossTerms, float]]) -> LossTerms:
-    """Token-weighted statistics over role groups (one group unless roles have adapters)."""
+def _weighted(parts: list[tuple[Loss, float]], names: tuple[str, ...]) -> Loss:
+    """Token-weighted metrics over role groups (one group unless roles have adapters)."""
     if len(parts) == 1:
         return parts[0][0]
-    mean = {
-        name: sum(getattr(terms, name) * share for terms, share in parts)
-        for name in ("policy", "kl", "entropy", "clip_fraction")
+    metrics = {
+        name: sum(result.metrics.get(name, 0.0) * share for result, share in parts)
+        for name in names
     }
-    loss = sum(terms.loss.detach() * share for terms, share in parts)
-    return LossTerms(loss=loss, **mean)
-
-
-def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:
-    out = torch.zeros(shape)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
-    return out
-
-
-@torch.no_grad()
-def pull_reference(reference: torch.nn.Module, model: torch.nn.Module, rate: float) -> None:
-    """``reference <- (1 - rate) * reference + rate * model``, parameter by parameter.
-
-    With a KL pull toward it, a reference that trails the policy slowly is the "magnet" of
-    magnetic mirror descent (Sokota et al., 2023), which converges in the last iterate of
-    two-player zero-sum games where a frozen or absent reference cycles.
-    """
-    for ref, current in zip(reference.parameters(), model.parameters(), strict=True):
-        ref.lerp_(current.detach(), rate)
-
-
-def check_reference(config: Any) -> None:
-    """Refuse reference set-ups that cannot work, before any training time is spent."""
-    if config.train.reference_update and config.lora.enabled:
-        raise ConfigError(
-            "train.reference_update moves a copy of the weights, but under LoRA the "
-            "reference is the cold start's adapter weights; set train.reference_update=0."
-        )
+    loss = sum(result.loss.detach() * share for result, share in parts)
+    return Loss(loss, metrics)

@@ -23,23 +23,44 @@ from selfplay.plugins import manager
 class StallAfter(Callback):
     """At iteration SELFPLAY_TEST_STALL_AT, write a marker file and sleep (to be SIGKILLed)."""
 
-    def on_iteration_end(self, trainer, iteration, row):
-        if iteration == int(os.environ.get("SELFPLAY_TEST_STALL_AT", -1)):
-            Path(os.environ["SELFPLAY_TEST_MARKER"]).write_text(str(iteration))
+    def on_iteration_end(self, view, row):
+        if view.iteration == int(os.environ.get("SELFPLAY_TEST_STALL_AT", -1)):
+            Path(os.environ["SELFPLAY_TEST_MARKER"]).write_text(str(view.iteration))
             time.sleep(600)
 
 
 class WeightDigest(Callback):
     """Writes a digest of this process's weights to SELFPLAY_TEST_DIGESTS/rank-N."""
 
-    def on_train_end(self, trainer, result):
+    def on_train_end(self, view, result):
         digest = hashlib.sha256()
-        for name, tensor in sorted(trainer.model.module.state_dict().items()):
+        for name, tensor in sorted(view.learner.model.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().contiguous().numpy().tobytes())
         folder = Path(os.environ["SELFPLAY_TEST_DIGESTS"])
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"rank-{trainer.fabric.global_rank}").write_text(digest.hexdigest())
+        (folder / f"rank-{view.rank}").write_text(digest.hexdigest())
+
+
+class RunningSum(Callback):
+    """A callback with state: the running sum of every iteration's mean reward, logged.
+
+    Resumed without its state, the column would restart from the resumed iteration's value.
+    """
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.total = 0.0
+
+    def on_iteration_metrics(self, view, episodes, row):
+        self.total += row["mean_reward"] + view.iteration
+        row["test/running_sum"] = self.total
+
+    def state_dict(self):
+        return {"total": self.total}
+
+    def load_state_dict(self, state):
+        self.total = state["total"]
 
 
 class NotANumber(Reward):
@@ -53,6 +74,7 @@ class NotANumber(Reward):
 def register_callbacks(register):
     register("test-stall", StallAfter)
     register("test-digest", WeightDigest)
+    register("test-running-sum", RunningSum)
 
 
 @hookimpl

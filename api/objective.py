@@ -1,0 +1,140 @@
+"""The objective contract: what an update step minimises.
+
+An objective turns the iteration's learner samples into the loss of one optimiser step. The
+loop prepares what the objective declares it ``needs``:
+
+- ``"advantages"``: the advantage estimator runs first, and `prepare` receives one advantage
+  per sample (``None`` for a sample the estimator dropped); the policy gradient (``pg``) works
+  on these;
+- ``"samples"``: no estimator runs; `prepare` reads the samples' returns and groups
+  itself (preference pairs for DPO, kept samples for filtered SFT).
+
+`prepare` turns the iteration's data into *items*: the units a minibatch is made of (a sample
+with its advantage; a chosen/rejected pair). Every item lists its ``samples``; the loop
+scores those rows under the current policy (with gradients) and, when `wants_reference`, under
+the reference (without), and hands both to `loss`, row for row in item order. An objective
+never calls the model itself, so its loss reads like its equation, and the same objective
+runs unchanged on LoRA adapters, DDP and DeepSpeed.
+
+Minibatches hold whole items; under several processes every process takes the same number of
+optimiser steps, so an objective must not assume its items are the whole batch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+from selfplay.api.options import Options
+
+if TYPE_CHECKING:
+    import torch
+
+    from selfplay.api.estimator import Sample
+    from selfplay.api.types import Episode
+
+Needs = Literal["advantages", "samples"]
+
+
+class Item(Protocol):
+    """One minibatch unit: the samples it scores, kept together in one minibatch."""
+
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Per-token quantities of a list of rows, shaped ``[rows, answer tokens]``.
+
+    ``logp`` is each answer token's log-probability; ``entropy`` the policy's entropy at that
+    position (zeros when not asked for); ``mask`` marks real tokens (rows are right-padded).
+    """
+
+    logp: torch.Tensor
+    entropy: torch.Tensor
+    mask: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The loss of one minibatch (a scalar tensor with gradients) and numbers to log."""
+
+    loss: torch.Tensor
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The run's update settings an objective may read (``train.*`` in the config)."""
+
+    update_epochs: int = 1
+    clip: float = 0.2
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+    role_lr_scale: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IterationData:
+    """What `Objective.prepare` receives: this process's samples of one iteration.
+
+    ``advantages`` is one value per sample when the objective needs advantages, else None.
+    ``episodes`` are this process's matches (``Sample.episode`` indexes them). ``encode``
+    turns a text the learner did not write (a reference answer) into answer token ids ending
+    with end-of-sequence, so it can be scored like a sample under the same prompt.
+    """
+
+    samples: Sequence[Sample]
+    advantages: Sequence[float | None] | None = None
+    episodes: Sequence[Episode] = ()
+    encode: Callable[[str], tuple[int, ...]] | None = None
+
+
+class Objective(ABC):
+    """What the update minimises; options arrive as keyword arguments (``objective_options``)."""
+
+    name: ClassVar[str] = "objective"
+    Options: ClassVar[type[Options]] = Options
+    needs: ClassVar[Needs] = "advantages"
+    #: Column names `loss` reports, in order; every step logs their means (0 when no step ran).
+    metric_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **options: Any) -> None:
+        self.options = type(self).Options(**options)
+        self.train = TrainSettings()
+
+    def bind(self, train: TrainSettings) -> None:
+        """Told once, before training, the run's update settings."""
+        self.train = train
+
+    @abstractmethod
+    def prepare(self, data: IterationData) -> list[Any]:
+        """The iteration's items (see the module doc); empty when nothing is to be learned."""
+
+    def wants_reference(self) -> bool:
+        """Whether `loss` reads the reference's scores (the loop skips that pass otherwise)."""
+        return False
+
+    def wants_entropy(self) -> bool:
+        """Whether `loss` reads the policy's entropy (costs a pass over the vocabulary)."""
+        return False
+
+    def refreshes_reference(self) -> bool:
+        """Whether the reference is the policy at the start of each iteration (DPO's M_t)."""
+        return False
+
+    @abstractmethod
+    def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
+        """The minibatch loss; ``current``/``reference`` score the items' samples, in order."""
+
+    def iteration_metrics(self) -> dict[str, float]:
+        """Numbers about the last `prepare` (pairs formed, samples kept), for metrics.csv."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state

@@ -1,0 +1,58 @@
+"""The run as plug-ins see it: a small, typed, read-only view, never the trainer.
+
+Callbacks, the league and samplers receive a `RunView`. It names what a plug-in may read
+(the config, the game, the learner, the run folder, the iteration) and the few things it may
+ask of the run (a seat holder's policy, a barrier, a line on the console, a reset of the
+optimiser's moments after weights were restored), so the trainer's attributes stay private
+and can change without breaking a plug-in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from selfplay.api.game import Game
+    from selfplay.api.policy import Policy
+    from selfplay.api.sampler import OpponentSampler
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a plug-in may read of a run, and ask of it.
+
+    ``folder`` is the run folder on process 0 and None on the others (only process 0 writes);
+    ``iteration`` is the iteration being run (0 before the first); ``resumed`` says whether
+    the run continues from a checkpoint; ``rank`` is this process's number (0 to
+    ``world_size - 1``). ``policy(holder)`` turns a seat-holder name
+    (``learner``, ``scripted:random``, ``snapshot:5``) into its policy; ``barrier()`` waits for
+    every process; ``say(text)`` prints a line on the console of process 0;
+    ``reset_optimizer()`` forgets the optimiser's moments (after restoring older weights).
+    """
+
+    config: Any  # the run's RunConfig (pydantic); read it, never change it
+    game: Game
+    learner: Policy
+    sampler: OpponentSampler
+    folder: Path | None = None
+    iteration: int = 0
+    resumed: bool = False
+    is_main: bool = True
+    rank: int = 0
+    world_size: int = 1
+    policy: Callable[[str], Policy] | None = None
+    barrier: Callable[[], None] = _nothing
+    say: Callable[[str], None] = print
+    reset_optimizer: Callable[[], None] = _nothing
+
+    def at(self, iteration: int) -> RunView:
+        """The same view at another iteration."""
+        return dataclasses.replace(self, iteration=iteration)

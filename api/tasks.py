@@ -1,0 +1,42 @@
+"""An optional game capability: a solver measured on a fixed bank of tasks.
+
+Games that generate tasks (proposer/solver games, single-role task games) can say how well
+the learner solves problems it never trained on. A game offers this by implementing
+`TaskGame`; the run's evaluation (``eval.every``) then plays each task through the ordinary
+rollout engine, greedily, and logs ``eval/{split}/accuracy`` (plus ``tasks`` and ``void``):
+
+- ``task_states(split, limit, seed)``: up to ``limit`` start states of ``split`` — ``held_out``
+  (the bank's held-out problems) or ``transfer`` (a topic never trained on) — the same ones
+  for the same seed; an empty list when the game has no such split;
+- ``task_role``: the role the learner plays in a task (``solver``);
+- ``task_reply(state, role)``: what any other role answers when it must act in a task
+  (e.g. declining a clarifying question);
+- ``task_solved(final_state)``: True or False, or None for a void task (a verifier timeout),
+  which is left out of the accuracy and counted.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from selfplay.api.game import GameState
+from selfplay.api.types import Role
+
+TASK_SPLITS = ("held_out", "transfer")
+
+
+@runtime_checkable
+class TaskGame(Protocol):
+    task_role: Role
+
+    def task_states(self, split: str, limit: int, seed: int) -> list[GameState]:
+        """Start states of ``split`` for the task role; the same ones for the same seed."""
+        ...
+
+    def task_reply(self, state: GameState, role: Role) -> str:
+        """The answer of a role other than ``task_role`` when it must act during a task."""
+        ...
+
+    def task_solved(self, state: GameState) -> bool | None:
+        """Whether the finished task was solved; None for a void one."""
+        ...

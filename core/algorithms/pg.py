@@ -1,0 +1,132 @@
+"""``pg``: token-level clipped policy gradient with a KL pull toward a reference and an entropy
+bonus; the default objective.
+
+The loss over the action tokens t of every sample i in a minibatch (prompt tokens carry none):
+
+    ratio_t = exp(logp_t - logp_old_t)
+    pg_t    = -min(ratio_t * A_i, clip(ratio_t, 1 - eps, 1 + eps) * A_i)   PPO (Schulman 2017)
+    kl_t    = exp(ref_t - logp_t) - (ref_t - logp_t) - 1                   k3 (Schulman 2020)
+    loss    = mean_t [ w_i * pg_t + beta * kl_t - c * H_t ]
+
+With one update epoch the old log-probabilities are the current ones (detached): the ratio is
+exactly 1 and the loss is REINFORCE with the estimator's baseline. ``w_i`` is the per-role
+weight of the sample (the per-role learning-rate scale; under Adam a loss weight changes the
+step size only approximately, which is why it is named a scale and documented as such).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from selfplay.api.estimator import Sample
+from selfplay.api.objective import IterationData, Loss, Objective, Scored
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    loss: torch.Tensor
+    policy: float
+    kl: float
+    entropy: float
+    clip_fraction: float
+
+
+def policy_gradient_loss(
+    current: Scored,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    *,
+    clip: float = 0.2,
+    ref_logp: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    entropy_coef: float = 0.0,
+) -> LossTerms:
+    mask = current.mask.float()
+    tokens = mask.sum().clamp_min(1.0)
+    ratio = torch.exp(current.logp - old_logp)
+    adv = advantages[:, None]
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1 - clip, 1 + clip) * adv
+    policy = -torch.minimum(unclipped, clipped) * weights[:, None]
+    per_token = policy - entropy_coef * current.entropy
+    kl = torch.zeros_like(policy)
+    if ref_logp is not None and kl_coef > 0:
+        log_ratio = ref_logp - current.logp
+        kl = torch.exp(log_ratio) - log_ratio - 1
+        per_token = per_token + kl_coef * kl
+    loss = (per_token * mask).sum() / tokens
+    with torch.no_grad():
+        clipped_tokens = ((ratio - 1).abs() > clip).float()
+        return LossTerms(
+            loss=loss,
+            policy=((policy * mask).sum() / tokens).item(),
+            kl=((kl * mask).sum() / tokens).item(),
+            entropy=((current.entropy * mask).sum() / tokens).item(),
+            clip_fraction=((clipped_tokens * mask).sum() / tokens).item(),
+        )
+
+
+@dataclass(frozen=True)
+class Advantaged:
+    """One minibatch item of the policy gradient: a sample and its advantage."""
+
+    samples: tuple[Sample, ...]
+    advantage: float
+
+
+class PolicyGradient(Objective):
+    """Clipped policy gradient (PPO-clip; REINFORCE with one epoch) + k3 KL + entropy bonus."""
+
+    name = "pg"
+    needs = "advantages"
+    metric_names = ("policy", "kl", "entropy", "clip_fraction")
+
+    def prepare(self, data: IterationData) -> list[Advantaged]:
+        """Every sample the estimator kept (a None advantage drops it)."""
+        advantages = data.advantages or [None] * len(data.samples)
+        return [
+            Advantaged((sample,), advantage)
+            for sample, advantage in zip(data.samples, advantages, strict=True)
+            if advantage is not None
+        ]
+
+    def wants_reference(self) -> bool:
+        return self.train.kl_coef > 0
+
+    def wants_entropy(self) -> bool:
+        return True  # logged as a metric even when its coefficient is 0
+
+    def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
+        samples = [item.samples[0] for item in items]
+        device = current.logp.device
+        if self.train.update_epochs == 1:  # the rollout policy is the current one: ratio 1
+            old = current.logp.detach()
+        else:
+            old = _padded([s.logprobs for s in samples], current.logp.shape).to(device)
+        scale = self.train.role_lr_scale
+        terms = policy_gradient_loss(
+            current,
+            old,
+            torch.tensor([item.advantage for item in items], dtype=torch.float32, device=device),
+            torch.tensor(
+                [scale.get(s.role, 1.0) for s in samples], dtype=torch.float32, device=device
+            ),
+            clip=self.train.clip,
+            ref_logp=None if reference is None else reference.logp,
+            kl_coef=self.train.kl_coef,
+            entropy_coef=self.train.entropy_coef,
+        )
+        metrics = {name: getattr(terms, name) for name in self.metric_names}
+        return Loss(terms.loss, metrics)
+
+
+def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:
+    out = torch.zeros(shape)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return out

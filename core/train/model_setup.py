@@ -1,0 +1,91 @@
+"""Getting the learner ready to train: adapters, device, cold start, optimiser, reference.
+
+    LoRA adapters (optional) -> the device -> the cold start (a fresh run) -> AdamW
+    -> Fabric's set-up (strategy, precision) -> the reference policy -> the updater
+
+Generation runs on the plain module and training on Fabric's wrapper of it; both share one
+set of weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import lightning as L
+import torch
+
+from selfplay.api.objective import Objective, TrainSettings
+from selfplay.core.config import RunConfig
+from selfplay.core.models.lora import apply_lora, use_adapter
+from selfplay.core.train.cold_start import warm_up
+from selfplay.core.train.hardware import gradient_clipper
+from selfplay.core.train.reference import Reference, check_reference
+from selfplay.core.train.update import Updater
+
+
+@dataclass
+class Prepared:
+    model: Any  # Fabric's wrapper; ``model.module`` is the plain model
+    optimizer: Any
+    reference: Reference
+    updater: Updater
+
+
+def prepare_learner(
+    fabric: L.Fabric,
+    config: RunConfig,
+    learner: Any,
+    game: Any,
+    objective: Objective,
+    reference_wanted: bool,
+    resuming: bool,
+    say: Callable[[str], None],
+) -> Prepared:
+    """Set the learner up for training (see the module doc); a fresh run cold-starts here."""
+    check_reference(config)
+    if config.lora.enabled:
+        learner.model = apply_lora(learner.model, config.lora, game.roles)
+    learner.model = learner.model.to(fabric.device)  # the cold start trains there too
+    if not resuming:
+        warm_up(learner, game, config, say)
+    params = [p for p in learner.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=config.train.lr, weight_decay=config.train.weight_decay
+    )
+    model, optimizer = fabric.setup(learner.model, optimizer)
+    learner.model = model.module  # generation runs on the plain module; weights are shared
+    reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
+    train = config.train
+    objective.bind(
+        TrainSettings(
+            update_epochs=train.update_epochs,
+            clip=train.clip,
+            kl_coef=train.kl_coef,
+            entropy_coef=train.entropy_coef,
+            role_lr_scale=dict(train.role_lr_scale),
+        )
+    )
+    updater = Updater(
+        model=model,
+        optimizer=optimizer,
+        objective=objective,
+        pad_id=learner.pad_id,
+        backward=fabric.backward,
+        clip_gradients=gradient_clipper(fabric, config.hardware.strategy),
+        max_grad_norm=train.max_grad_norm,
+        epochs=train.update_epochs,
+        reference=reference,
+        temperature=config.generation.temperature,
+        role_context=_role_context(config, model),
+    )
+    learner.role_context = updater.role_context
+    return Prepared(model, optimizer, reference, updater)
+
+
+def _role_context(config: RunConfig, model: Any) -> Callable[[str], Any] | None:
+    """With one LoRA adapter per role, generation and scoring switch adapters by role."""
+    if not (config.lora.enabled and config.lora.per_role):
+        return None
+    return lambda role: use_adapter(model.module, role)

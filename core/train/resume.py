@@ -1,0 +1,78 @@
+"""What a checkpoint holds, and how a run is put back exactly as it was.
+
+Besides the model (or its LoRA adapters) and the optimiser, a checkpoint carries the state of
+everything that shapes what comes next: the estimator's baselines, the sampler, the league
+(pool, ratings, exploitability history), the rewards, the objective, every callback, the
+reference policy, the RNG states and the loop's counters. Entries added since the first
+release are optional on load, so older run folders still resume.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
+from selfplay.core.train import checkpoint
+
+
+def save(trainer: Any, iteration: int) -> None:
+    """Checkpoint the run after ``iteration`` (every process calls this)."""
+    t = trainer
+    t.progress.iteration = iteration
+    if t.main and t.folder:
+        t.progress.episodes_bytes = t.folder.episodes_size()
+    state: dict[str, Any] = {
+        "optimizer": t.optimizer,
+        "estimator": t.estimator.state_dict(),
+        "sampler": t.sampler.state_dict(),
+        "league": t.league.state_dict(),
+        "reward": t.reward.state_dict(),
+        "objective": t.objective.state_dict(),
+        "callbacks": {name: callback.state_dict() for name, callback in t.callbacks},
+        "rng": checkpoint.rng_state(t.rng, t.generator),
+        "progress": t.progress.__dict__.copy(),
+        "nonfinite_streak": t.updater.nonfinite_streak,
+        "config_hash": checkpoint.config_hash(t.config.model_dump(mode="json")),
+    }
+    if t.config.lora.enabled:
+        state["adapters"] = adapter_state_dict(t.model.module)
+    else:
+        state["model"] = t.model
+    state.update(t.reference.state_dict())
+    checkpoint.save(t.fabric, t.shared_path, iteration, state)
+    t.league.after_checkpoint()
+    if t.main:
+        t.league.write_reports()
+
+
+def restore(trainer: Any, path: Any) -> None:
+    """Load the checkpoint at ``path`` into the trainer's objects, in place."""
+    t = trainer
+    state: dict[str, Any] = {"optimizer": t.optimizer}
+    if not t.config.lora.enabled:
+        state["model"] = t.model
+    rest = checkpoint.load(t.fabric, path, state)
+    saved_hash = rest["config_hash"]
+    current = checkpoint.config_hash(t.config.model_dump(mode="json"))
+    if saved_hash != current:
+        raise checkpoint.CheckpointError(
+            f"The checkpoint {path} was written with a different config ({saved_hash} vs "
+            f"{current}); resume with the run folder's own config.yaml."
+        )
+    if t.config.lora.enabled:
+        load_adapter_state_dict(t.model.module, rest["adapters"])
+    t.reference.load_state_dict(rest)
+    t.estimator.load_state_dict(rest["estimator"])
+    t.sampler.load_state_dict(rest["sampler"])
+    t.league.load_state_dict(rest["league"])
+    t.reward.load_state_dict(rest["reward"])
+    t.objective.load_state_dict(rest.get("objective", {}))
+    saved_callbacks = rest.get("callbacks", {})
+    for name, callback in t.callbacks:
+        if name in saved_callbacks:
+            callback.load_state_dict(saved_callbacks[name])
+    checkpoint.restore_rng(rest["rng"], t.rng, t.generator)
+    t.progress = type(t.progress)(**rest["progress"])
+    t.updater.nonfinite_streak = rest["nonfinite_streak"]
+    if t.main and t.folder:
+        t.folder.truncate(t.progress.iteration, t.progress.episodes_bytes)

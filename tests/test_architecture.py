@@ -1,0 +1,132 @@
+"""The floors hold: contracts import nothing above them, plug-ins never import core.
+
+api/        imports nothing of selfplay but api/
+plugins/    knows api/ and itself
+games/, rewards/, verifiers/, opponents/, monitors/   never import core/; games/ never
+            imports opponents/ (shared rules such as the band live in api/)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfplay.api.errors import ConfigError
+from selfplay.core.config import build_config
+from selfplay.core.train.build import build_sampler
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ("api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors")
+PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors")
+
+
+def modules() -> list[Path]:
+    return sorted(p for top in SHIPPED for p in (ROOT / top).rglob("*.py"))
+
+
+def imported(path: Path) -> set[str]:
+    """Every selfplay module ``path`` imports, at any depth of the file (lazy imports too)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {n for n in names if n == "selfplay" or n.startswith("selfplay.")}
+
+
+def floor(path: Path) -> str:
+    return path.relative_to(ROOT).parts[0]
+
+
+def test_the_contracts_import_nothing_above_them():
+    for path in (ROOT / "api").glob("*.py"):
+        above = {n for n in imported(path) if not n.startswith("selfplay.api")}
+        assert not above, f"{path.name} imports {above}; api/ may import only api/"
+
+
+def test_the_plugin_machinery_knows_only_the_contracts():
+    for path in (ROOT / "plugins").glob("*.py"):
+        above = {
+            n for n in imported(path) if not n.startswith(("selfplay.api", "selfplay.plugins"))
+        }
+        assert not above, f"plugins/{path.name} imports {above}"
+
+
+def test_plug_ins_never_import_core_and_games_never_import_opponents():
+    for path in modules():
+        if floor(path) not in PLUG_INS:
+            continue
+        names = imported(path)
+        core = {n for n in names if n.startswith("selfplay.core")}
+        assert not core, f"{path.relative_to(ROOT)} imports {core}"
+        if floor(path) == "games":
+            rivals = {n for n in names if n.startswith("selfplay.opponents")}
+            assert not rivals, f"{path.relative_to(ROOT)} imports {rivals}"
+
+
+def test_modules_are_small_and_folders_hold_at_most_fifteen():
+    for path in modules():
+        lines = len(path.read_text().splitlines())
+        assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines (at most 400)"
+    folders = {path.parent for path in modules()}
+    for folder in folders:
+        count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+        assert count <= 15, f"{folder.relative_to(ROOT)} holds {count} modules (at most 15)"
+
+
+def test_importing_selfplay_does_not_import_torch():
+    code = "import sys, selfplay; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ---- typed options: NAME:ARG and *_options are validated before any work ----------------------
+
+
+def test_pool_colon_a_number_sets_p_latest():
+    sampler = build_sampler(build_config(flags={"opponent": "pool:0.5"}))
+    assert sampler.p_latest == 0.5 and sampler.options.p_latest == 0.5
+
+
+@pytest.mark.parametrize("arg", ["1.5", "half"])
+def test_a_bad_pool_argument_names_p_latest_and_its_range(arg):
+    with pytest.raises(ConfigError, match=rf"--opponent pool:{arg}: .*p_latest.*\(0 to 1\)"):
+        build_sampler(build_config(flags={"opponent": f"pool:{arg}"}))
+
+
+def test_an_unknown_sampler_option_lists_the_valid_ones():
+    config = build_config(flags={"opponent": "pool"}, overrides=["opponent_options.p_lates=0.1"])
+    with pytest.raises(ConfigError, match="has no option 'p_lates'; its options are: p_latest"):
+        build_sampler(config)
+
+
+def test_a_sampler_without_an_argument_refuses_one():
+    with pytest.raises(ConfigError, match="--opponent latest:3 takes no argument"):
+        build_sampler(build_config(flags={"opponent": "latest:3"}))
+
+
+def test_pool_out_of_range_exits_2_before_any_work(tmp_path):
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": ""}
+    command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", "--opponent"]
+    args = ["pool:1.5", "--out", str(tmp_path), "--name", "x"]
+    out = subprocess.run([*command, *args], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2, out.stderr
+    said = " ".join(out.stderr.split())
+    assert "opponent_options.p_latest: Input should be less than or equal to 1" in said
+    assert "Probability (0 to 1)" in said
+    assert not (tmp_path / "x").exists()  # refused before a run folder or a cold start
+
+
+def test_objectives_are_listed_with_pg():
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": ""}
+    command = [sys.executable, "-m", "selfplay.core.commands.cli", "objectives", "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pg" in {row["name"] for row in json.loads(out.stdout)}
