@@ -40,6 +40,7 @@ class Sample:
     # who held the match's other seats ("learner", "scripted:minimax", "snapshot:3"; several
     # joined by "+"): RAE can keep one baseline per opponent (``per_opponent``)
     opponent: str = ""
+    turn: int = 0  # the position of its turn in its match (``Episode.turns[turn]``)
 
 
 class Estimator(ABC):

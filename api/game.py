@@ -112,6 +112,9 @@ class Game(ABC):
     # True when the rules consult a verifier: the run then hands the game ``verifiers``, a
     # ``(name, options) -> Verifier`` factory shared by everything in the run.
     uses_verifier: ClassVar[bool] = False
+    # The reward a run uses when it names none (``--reward``): the rules' payoffs for most
+    # games; a game whose every answer has its own verdict may name a per-turn reward.
+    default_reward: ClassVar[str] = "outcome"
 
     def __init__(
         self,

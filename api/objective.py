@@ -83,13 +83,20 @@ class IterationData:
     ``advantages`` is one value per sample when the objective needs advantages, else None.
     ``episodes`` are this process's matches (``Sample.episode`` indexes them). ``encode``
     turns a text the learner did not write (a reference answer) into answer token ids ending
-    with end-of-sequence, so it can be scored like a sample under the same prompt.
+    with end-of-sequence, so it can be scored like a sample under the same prompt;
+    ``reference(sample)`` is the game's reference answer to the sample's task (None when the
+    game has none; see `selfplay.api.tasks.ReferenceAnswers`). ``terms`` are the labels of
+    the reward's weighted terms (the keys of ``Sample.parts``); ``reduce`` sums a tensor over
+    every training process (call it the same number of times on every process).
     """
 
     samples: Sequence[Sample]
     advantages: Sequence[float | None] | None = None
     episodes: Sequence[Episode] = ()
     encode: Callable[[str], tuple[int, ...]] | None = None
+    reference: Callable[[Sample], str | None] | None = None
+    terms: tuple[str, ...] = ()
+    reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
 class Objective(ABC):
@@ -124,6 +131,14 @@ class Objective(ABC):
     def refreshes_reference(self) -> bool:
         """Whether the reference is the policy at the start of each iteration (DPO's M_t)."""
         return False
+
+    def game_options(self) -> dict[str, Any]:
+        """Game options this objective's settings need (e.g. hinted retries for STaR).
+
+        The run sets them before the game is made; a game without such an option, or a user
+        setting that contradicts one, is a configuration error.
+        """
+        return {}
 
     @abstractmethod
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:

@@ -23,6 +23,9 @@ from selfplay.api.game import GameState
 from selfplay.api.types import Role
 
 TASK_SPLITS = ("held_out", "transfer")
+# A game that gives hinted retries (STaR's rationalisation) lists their turn indices in its
+# state under this key, so an objective can train a hinted answer under the un-hinted prompt.
+HINTED_TURNS = "hinted_turns"
 
 
 @runtime_checkable
@@ -39,4 +42,16 @@ class TaskGame(Protocol):
 
     def task_solved(self, state: GameState) -> bool | None:
         """Whether the finished task was solved; None for a void one."""
+        ...
+
+
+@runtime_checkable
+class ReferenceAnswers(Protocol):
+    """A game that knows a reference answer to each task (a bank's worked solution).
+
+    SPIN's chosen side, and STaR's hint, are this answer.
+    """
+
+    def reference_answer(self, state: GameState, role: Role) -> str | None:
+        """The reference completion ``role`` should have written in ``state``'s task."""
         ...

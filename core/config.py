@@ -47,6 +47,7 @@ class TrainConfig(BaseModel):
     gamma: float = Field(default=1.0, gt=0, le=1, description="Per-turn discount from the end.")
     invalid_reward: float | None = Field(
         default=None,
+        allow_inf_nan=False,
         description="Return of an invalid attempt (default: invalid_moves.penalty).",
     )
     role_lr_scale: dict[str, float] = Field(
@@ -147,10 +148,11 @@ class RunConfig(BaseModel):
     model: str = Field(default="tiny", description="Registered model name or a local HF folder.")
     model_options: dict[str, Any] = Field(default_factory=dict, description="Model loader options.")
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    reward: str | list[str | dict[str, Any]] | dict[str, float] = Field(
-        default="outcome",
+    reward: str | list[str | dict[str, Any]] | dict[str, float] | None = Field(
+        default=None,
         description="Reward expression, e.g. 'outcome=1+format=0.1' (see `selfplay rewards`); "
-        "in YAML also a list of terms or a {term: weight} mapping.",
+        "in YAML also a list of terms or a {term: weight} mapping. Default: the game's own "
+        "(outcome for most games).",
     )
     reward_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Options per reward name, e.g. {judge: {scale: 5}}."

@@ -92,8 +92,14 @@ def evaluate(
     matches: int = 100,
     seed: int = 0,
 ) -> dict[str, EvalResult]:
-    """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats."""
-    names = list(game.players) if opponents is None else list(opponents)
+    """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats.
+
+    A game with one role has no opponent to face: it is measured by its tasks
+    (`task_metrics`), and evaluates against nobody unless ``opponents`` names players.
+    """
+    if opponents is None:
+        opponents = list(game.players) if len(game.roles) > 1 else []
+    names = list(opponents)
     unknown = [name for name in names if name not in game.players]
     if unknown:
         known = ", ".join(sorted(game.players)) or "none"
@@ -172,7 +178,8 @@ def summarise(
         valid += sum(t.valid for t in mine)
         chars += sum(len(t.text) for t in mine if t.valid)
         payoff = ep.outcome[role]
-        best_other = max(v for r, v in ep.outcome.items() if r != role)
+        # alone in its game, a policy wins with a positive payoff and loses with a negative one
+        best_other = max((v for r, v in ep.outcome.items() if r != role), default=0.0)
         wins += payoff > best_other
         draws += payoff == best_other
         losses += payoff < best_other
@@ -249,3 +256,23 @@ def _change(
     left = show(old) if old is not None else "–"
     right = show(new) if new is not None else "–"
     return f"{left} → {right}"
+
+
+def tasks_table(before: Mapping[str, float], after: Mapping[str, float]) -> Table:
+    """Greedy accuracy on the game's held-out and transfer tasks, before → after."""
+    table = Table(title="Tasks (greedy, never trained on)")
+    for column in ("split", "accuracy", "tasks", "void"):
+        table.add_column(column, justify="left" if column == "split" else "right")
+    for split in TASK_SPLITS:
+        cells = []
+        for name in ("accuracy", "tasks", "void"):
+            key = f"eval/{split}/{name}"
+            if key not in before and key not in after:
+                continue
+            show = "{:.2f}" if name == "accuracy" else "{:.0f}"
+            old = show.format(before[key]) if key in before else "–"
+            new = show.format(after[key]) if key in after else "–"
+            cells.append(f"{old} → {new}")
+        if cells:
+            table.add_row(split, *cells)
+    return table

@@ -11,20 +11,50 @@ derived from its seed, handed to its policies in every request; scripted players
 it and `HFPolicy` seeds its sampling noise from it. A match with scripted players therefore
 replays exactly from its seed, whatever else was played beside it.
 
+Faulty rules: a game is plug-in code, and a rule that raises must not take the other matches
+with it. Given an ``errors`` list, the engine voids such a match (it is left out of the
+result, and a `VoidMatch` naming the game, seed, turn, role and error is appended to the
+list) and plays on; without one, it raises a `PluginFault` naming the same.
+
 This module must not import Lightning: it runs in evaluation and ``selfplay play`` too.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from selfplay.api.errors import PluginFault, describe
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Episode, Role, Turn
 
-__all__ = ["match_rng", "play", "seatings_for"]
+__all__ = ["VoidMatch", "match_rng", "play", "seatings_for"]
+
+
+@dataclass(frozen=True)
+class VoidMatch:
+    """A match voided because the game's own code raised; written to episodes.jsonl."""
+
+    game: str
+    seed: int
+    turn: int  # turns played before the error
+    role: Role | None
+    call: str  # the game method that raised
+    error: str  # the error and the line that raised it
+
+    def sentence(self) -> str:
+        who = f", role {self.role}" if self.role else ""
+        return (
+            f"game {self.game!r} raised {self.error} in {self.call}() "
+            f"(seed {self.seed}, turn {self.turn}{who})"
+        )
+
+    def to_json(self) -> str:
+        return json.dumps({"void": True, **asdict(self)}, ensure_ascii=False)
 
 
 @dataclass(slots=True)
@@ -33,9 +63,31 @@ class _Match:
 
     seed: int
     seating: Mapping[Role, Policy]
-    state: GameState
+    state: Any  # a GameState; None when reset() raised
     rng: random.Random
     turns: list[Turn] = field(default_factory=list)
+    void: VoidMatch | None = None
+
+
+def _rules(
+    game: Game,
+    match: _Match,
+    errors: list[VoidMatch] | None,
+    role: Role | None,
+    call: Callable[..., Any],
+    *args: Any,
+) -> Any:
+    """``call(*args)``, a method of the game; if it raises, the match is void (see above)."""
+    try:
+        return call(*args)
+    except Exception as err:
+        name = getattr(call, "__name__", "rules").lstrip("_")
+        void = VoidMatch(game.name, match.seed, len(match.turns), role, name, describe(err))
+        if errors is None:
+            raise PluginFault(f"The {void.sentence()}.") from err
+        match.void = void
+        errors.append(void)
+        return None
 
 
 def match_rng(seed: int) -> random.Random:
@@ -50,11 +102,13 @@ def play(
     *,
     greedy: bool = False,
     starts: Sequence[GameState] | None = None,
+    errors: list[VoidMatch] | None = None,
 ) -> list[Episode]:
     """Play ``len(seeds)`` matches to the end; match ``i`` is seated by ``seatings[i]``.
 
     Match ``i`` starts from ``game.reset(seeds[i])``, or from ``starts[i]`` when given (a
-    task set up part-way, e.g. a bank problem handed straight to the solver).
+    task set up part-way, e.g. a bank problem handed straight to the solver). With
+    ``errors``, a match whose rules raise is voided: left out, and recorded in ``errors``.
     """
     if len(seatings) != len(seeds) or (starts is not None and len(starts) != len(seeds)):
         raise ValueError(
@@ -63,27 +117,32 @@ def play(
         )
     firsts = starts if starts is not None else [None] * len(seeds)
     matches = [
-        _start(game, seating, seed, first)
+        _start(game, seating, seed, first, errors)
         for seating, seed, first in zip(seatings, seeds, firsts, strict=True)
     ]
-    waiting = matches
+    waiting = [match for match in matches if match.void is None]
     while waiting:
         groups: dict[int, tuple[Policy, list[tuple[_Match, Role]]]] = {}
         acting = []
         for match in waiting:
-            role = game.to_act(match.state)
+            role = _rules(game, match, errors, None, game.to_act, match.state)
             if role is not None:
                 policy = match.seating[role]
                 groups.setdefault(id(policy), (policy, []))[1].append((match, role))
                 acting.append(match)
         for policy, seats in groups.values():
-            _play_tick(game, policy, seats, greedy)
-        waiting = acting
-    return [_finish(game, match) for match in matches]
+            _play_tick(game, policy, seats, greedy, errors)
+        waiting = [match for match in acting if match.void is None]
+    finished = [_finish(game, match, errors) for match in matches if match.void is None]
+    return [episode for episode in finished if episode is not None]
 
 
 def _start(
-    game: Game, seating: Mapping[Role, Policy], seed: int, first: GameState | None
+    game: Game,
+    seating: Mapping[Role, Policy],
+    seed: int,
+    first: GameState | None,
+    errors: list[VoidMatch] | None,
 ) -> _Match:
     missing = [role for role in game.roles if role not in seating]
     if missing:
@@ -91,31 +150,53 @@ def _start(
             f"Match with seed {seed} has no policy for role(s) {missing} of game {game.name!r}; "
             f"a seating maps every role in {list(game.roles)} to a policy."
         )
-    state = game.reset(seed) if first is None else first
-    return _Match(seed=seed, seating=seating, state=state, rng=match_rng(seed))
+    match = _Match(seed=seed, seating=seating, state=first, rng=match_rng(seed))
+    if first is None:
+        match.state = _rules(game, match, errors, None, game.reset, seed)
+    return match
 
 
-def _play_tick(game: Game, policy: Policy, seats: list[tuple[_Match, Role]], greedy: bool) -> None:
+def _play_tick(
+    game: Game,
+    policy: Policy,
+    seats: list[tuple[_Match, Role]],
+    greedy: bool,
+    errors: list[VoidMatch] | None,
+) -> None:
     """One batched call to ``policy`` for all of its waiting seats, then one step each."""
-    requests = [
-        Request(game, match.state, role, tuple(game.observe(match.state, role)), match.rng)
-        for match, role in seats
-    ]
-    completions = policy.act(requests, greedy=greedy)
+    asked = []
+    for match, role in seats:
+        messages = _rules(game, match, errors, role, game.observe, match.state, role)
+        if match.void is None:
+            asked.append((match, Request(game, match.state, role, tuple(messages), match.rng)))
+    requests = [request for _, request in asked]
+    completions = policy.act(requests, greedy=greedy) if requests else []
     if len(completions) != len(requests):
         raise RuntimeError(
             f"Policy {policy.name!r} returned {len(completions)} completions for "
             f"{len(requests)} requests; act() must answer every request, in order."
         )
-    for (match, _), request, completion in zip(seats, requests, completions, strict=True):
-        match.turns.append(_advance(game, match, request, completion, policy.name))
+    for (match, request), completion in zip(asked, completions, strict=True):
+        turn = _advance(game, match, request, completion, policy.name, errors)
+        if turn is not None:
+            match.turns.append(turn)
 
 
 def _advance(
-    game: Game, match: _Match, request: Request, completion: Completion, seat: str
-) -> Turn:
+    game: Game,
+    match: _Match,
+    request: Request,
+    completion: Completion,
+    seat: str,
+    errors: list[VoidMatch] | None,
+) -> Turn | None:
     """Step the match with the completion and record the turn (the text is parsed once)."""
-    match.state, action = game.judge(match.state, request.role, completion.text)
+    judged = _rules(
+        game, match, errors, request.role, game.judge, match.state, request.role, completion.text
+    )
+    if match.void is not None:
+        return None
+    match.state, action = judged
     valid = action is not None
     return Turn(
         role=request.role,
@@ -131,7 +212,11 @@ def _advance(
     )
 
 
-def _finish(game: Game, match: _Match) -> Episode:
+def _finish(game: Game, match: _Match, errors: list[VoidMatch] | None) -> Episode | None:
+    return _rules(game, match, errors, None, _outcome, game, match)
+
+
+def _outcome(game: Game, match: _Match) -> Episode:
     outcome = game.outcome(match.state)
     if outcome is None:
         raise RuntimeError(

@@ -24,14 +24,26 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def role_outcomes(episodes: Sequence[Episode]) -> dict[str, float]:
-    """Share of matches each role won, drawn share, and forfeit share (mirror self-play view)."""
+    """Share of matches each role won, drawn share, and forfeit share (mirror self-play view).
+
+    In a one-role game (a solver alone) there is no one to beat: the role wins a match with a
+    positive payoff, loses it with a negative one (``<role>_losses``), and 0 is a draw.
+    """
     n = len(episodes) or 1
     shares: dict[str, float] = {}
     for ep in episodes:
-        key = f"{ep.winner()}_wins" if ep.winner() else "draws"
+        key = _result(ep)
         shares[key] = shares.get(key, 0.0) + 1 / n
     shares["forfeits"] = sum(1 for ep in episodes if ep.state.get("forfeit")) / n
     return shares
+
+
+def _result(episode: Episode) -> str:
+    if len(episode.outcome) == 1:
+        ((role, payoff),) = episode.outcome.items()
+        return f"{role}_wins" if payoff > 0 else f"{role}_losses" if payoff < 0 else "draws"
+    winner = episode.winner()
+    return f"{winner}_wins" if winner else "draws"
 
 
 def episode_metrics(
@@ -43,7 +55,7 @@ def episode_metrics(
         v
         for ep, per_role in zip(episodes, scores, strict=True)
         for role, v in per_role.items()
-        if v is not None and ep.seats[role] == LEARNER
+        if v is not None and math.isfinite(v) and ep.seats[role] == LEARNER
     ]
     local = torch.tensor(
         [

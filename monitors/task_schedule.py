@@ -2,10 +2,10 @@
 
 A seed-based proposer game (``proposer-solver-judge``) keeps a schedule of what it asks for
 next: the requested difficulty, the active seed pool and a pass-rate curriculum (see
-``selfplay.games.task_schedule``). This callback updates it after every iteration from every
-process's matches, so each process's copy stays identical, logs ``task/difficulty`` and
-``task/seed_pool``, and carries the schedule's state in the run's checkpoints, so a resumed
-run asks for exactly what it would have.
+``selfplay.games.proposers.task_schedule``). This callback updates it after every iteration
+from every process's matches, so each process's copy stays identical, logs
+``task/difficulty`` and ``task/seed_pool``, and carries the schedule's state in the run's
+checkpoints, so a resumed run asks for exactly what it would have.
 """
 
 from __future__ import annotations

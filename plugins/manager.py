@@ -6,11 +6,16 @@ Environment:
 - ``SELFPLAY_STRICT_PLUGINS=1``: a plugin that fails to import or whose hook raises re-raises
   instead of being reported in one line and skipped.
 
+A broken plugin never breaks the commands that do not need it: a failed import or hook, a
+misspelt hook name and two plugins registering one name are each one warning line, and
+`selfplay plugins` shows them; only a run that needs the clashing name stops (exit code 2).
+
 Pluggy is used for discovery at start-up only; nothing here runs per iteration.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -46,6 +51,7 @@ class PluginInfo:
     builtin: bool
     registered: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)  # misspelt hooks, name clashes
 
 
 @dataclass
@@ -123,7 +129,7 @@ def _discover() -> PluginSet:
             pm.register(ep.load(), name=key)
         except Exception as err:
             failures.append(_failure(info, err))
-    pm.check_pending()
+    _check_hooks(pm, plugins)
     regs = Registries()
     for kind in KINDS:
         for impl in getattr(pm.hook, f"register_{kind}").get_hookimpls():
@@ -132,18 +138,56 @@ def _discover() -> PluginSet:
                 continue
             try:
                 impl.function(register=_register_for(kind, regs, info))
-            except PluginError:
-                raise
             except Exception as err:
                 failures.append(_failure(info, err))
     for registry in regs.all().values():
         registry.failures = failures
+    _report_clashes(regs, plugins)
     return PluginSet(regs, list(plugins.values()))
+
+
+def _warn(info: PluginInfo, text: str) -> None:
+    if _strict():
+        raise PluginError(text)
+    info.warnings.append(text)
+    print(f"warning: {text}", file=sys.stderr)
+
+
+def _check_hooks(pm: pluggy.PluginManager, plugins: dict[str, PluginInfo]) -> None:
+    """One warning per hook implementation whose name is not a selfplay hook (a typo)."""
+    known = [name for name, caller in vars(pm.hook).items() if caller.has_spec()]
+    for name, caller in sorted(vars(pm.hook).items()):
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.opts.get("optionalhook"):
+                continue
+            info = plugins[impl.plugin_name]
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            _warn(
+                info,
+                f"selfplay plugin {info.name} {info.version}: {name!r} is not a selfplay "
+                f"hook{hint}, so it is ignored; the plugin's other hooks work.",
+            )
+
+
+def _report_clashes(regs: Registries, plugins: dict[str, PluginInfo]) -> None:
+    """One warning per name that several plugins register; the run needing it stops."""
+    labels = {_label(info): info for info in plugins.values()}
+    for registry in regs.all().values():
+        for name, owners in registry.clashes.items():
+            info = labels.get(owners[-1]) or next(iter(plugins.values()))
+            _warn(info, registry.clash_message(name) + " A run that needs it stops until then.")
+
+
+def _label(info: PluginInfo) -> str:
+    return info.name if info.builtin else f"{info.name} {info.version}"
 
 
 def _register_for(kind: str, regs: Registries, info: PluginInfo) -> Callable[..., None]:
     registry = getattr(regs, kind)
-    label = f"{info.name} {info.version}" if not info.builtin else info.name
+    label = _label(info)
 
     def record(name: str, obj: Any) -> None:
         registry.add(name, obj, label)

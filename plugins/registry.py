@@ -51,22 +51,32 @@ class Registry:
     failures: list[str] = field(default_factory=list)
     # families that resolve "PREFIX:MEMBER" names which are not entries (games only)
     families: Registry | None = None
+    # names that several plugins register -> those plugins, in load order
+    clashes: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, name: str, obj: Any, plugin: str) -> None:
+        """Add an entry. A name registered twice keeps its first entry (listings show it,
+        with the clash) and becomes unusable: `get` says which plugins clash."""
         if not isinstance(name, str) or not NAME.match(name):
             raise PluginError(
                 f"Plugin {plugin} registered the {self.kind} name {name!r}; names must be "
                 "lowercase kebab-case such as 'kuhn-poker'."
             )
         if name in self.entries:
-            first = self.entries[name].plugin
-            raise PluginError(
-                f"Two plugins register the {self.kind} {name!r}: {first} and {plugin}. "
-                "Uninstall one, or pick which load with SELFPLAY_LOAD_PLUGINS."
-            )
+            self.clashes.setdefault(name, [self.entries[name].plugin]).append(plugin)
+            return
         self.entries[name] = Entry(name, obj, plugin)
 
+    def clash_message(self, name: str) -> str:
+        plugins = " and ".join(self.clashes[name])
+        return (
+            f"Two plugins register the {self.kind} {name!r}: {plugins}. Uninstall one, or "
+            "pick which load with SELFPLAY_LOAD_PLUGINS."
+        )
+
     def get(self, name: str) -> Any:
+        if name in self.clashes:
+            raise PluginError(self.clash_message(name))
         entry = self.entries.get(name)
         if entry is not None:
             return entry.obj

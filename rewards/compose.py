@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import torch
 
+from selfplay.api.errors import blame
 from selfplay.api.reward import EpisodeScores, Reward, RewardContext, RewardError
 from selfplay.api.types import Episode, Role
 
@@ -39,6 +40,7 @@ GRAMMAR = (
 )
 TERM_KEYS = ("name", "weight", "role", "options")
 EPS = 1e-6
+MAX_WEIGHT = 1e6  # larger weights are refused when the expression is read
 Mode = Literal["sum", "normalize"]
 Reduce = Callable[[torch.Tensor], torch.Tensor]
 
@@ -98,6 +100,12 @@ def _with_weight(term: Term, value: Any, text: str) -> Term:
         weight = math.nan
     if isinstance(value, bool) or not math.isfinite(weight):
         raise RewardError(f"Reward term {text!r}: weight {value!r} is not a number; {GRAMMAR}.")
+    if abs(weight) > MAX_WEIGHT:
+        raise RewardError(
+            f"Reward term {text!r}: weight {value!r} is too large (at most {MAX_WEIGHT:g} either "
+            "way): rewards are about ±1, and a return this size overflows the loss. Use a "
+            "weight such as 0.1 or 10."
+        )
     return Term(term.name, weight, term.role, term.options)
 
 
@@ -141,6 +149,11 @@ class RewardPipeline:
         self._metrics: dict[str, float] = {}
 
     @property
+    def labels(self) -> tuple[str, ...]:
+        """The labels of the weighted terms: the keys a sample's ``parts`` may hold."""
+        return tuple(c.term.label for c in self.components if c.term.weight != 0)
+
+    @property
     def models(self) -> frozenset[str]:
         return frozenset().union(*(c.reward.models for c in self.components))
 
@@ -179,7 +192,8 @@ class RewardPipeline:
     def _scores(self, component: Component, episodes: Sequence[Episode]) -> list[Any]:
         """The component's scores, checked for shape and kept to the term's role."""
         reward, role = component.reward, component.term.role
-        scores = list(reward(episodes))
+        with blame(f"Reward {component.term.name!r}, scoring {len(episodes)} matches,"):
+            scores = list(reward(episodes))
         if len(scores) != len(episodes):
             raise RuntimeError(
                 f"Reward {component.term.name!r} returned {len(scores)} scores for "
@@ -254,7 +268,7 @@ class RewardPipeline:
         if score is None:
             return None
         weight = self.components[k].term.weight
-        if self.mode == "sum":
+        if self.mode == "sum" or not math.isfinite(score):
             return weight * score
         n, total, squares = stats[k, self.roles.index(role)].tolist()
         mean = total / n
@@ -266,7 +280,8 @@ def _values(per_turn: bool, scores: list[Any], episodes: Sequence[Episode]):
     """(role, score) for every score that applies."""
     for ep, item in zip(episodes, scores, strict=True):
         pairs = zip((t.role for t in ep.turns), item, strict=True) if per_turn else item.items()
-        yield from ((role, value) for role, value in pairs if value is not None)
+        # a non-finite score stays out of the statistics; its sample is dropped later
+        yield from ((role, value) for role, value in pairs if _finite(value))
 
 
 def _combined(episode: Episode, parts: dict[str, EpisodeScores]) -> EpisodeScores:
@@ -278,6 +293,10 @@ def _combined(episode: Episode, parts: dict[str, EpisodeScores]) -> EpisodeScore
             roles[role] = _add(roles[role], value)
         turns = [_add(total, value) for total, value in zip(turns, part.turns, strict=True)]
     return EpisodeScores(roles, tuple(turns), parts)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def _number(score: Any) -> float | None:

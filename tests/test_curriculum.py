@@ -12,8 +12,8 @@ import torch
 from selfplay.api.run_view import RunView
 from selfplay.api.types import Episode
 from selfplay.games.banks import load_bank
-from selfplay.games.curriculum import PassRateCurriculum
-from selfplay.games.task_schedule import TaskSchedule
+from selfplay.games.proposers.curriculum import PassRateCurriculum
+from selfplay.games.proposers.task_schedule import TaskSchedule
 from selfplay.monitors.task_schedule import TaskScheduleCallback
 
 

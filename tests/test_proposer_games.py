@@ -10,8 +10,8 @@ from selfplay.api.policy import MockPolicy
 from selfplay.core.commands.cli import main
 from selfplay.core.evaluate import task_metrics
 from selfplay.core.rollout import play
-from selfplay.games.math_proposer_solver import MathProposerSolver
-from selfplay.games.proposer_solver_judge import ProposerSolverJudge
+from selfplay.games.proposers.math_proposer_solver import MathProposerSolver
+from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
 from selfplay.testing import check_game
 
 PROPOSAL = "Here it is. [problem: What is 2 + 3 times 4? answer: 14]"

@@ -3,6 +3,7 @@
 Every hostile program is followed by tests that call ``solution``, which none of them defines
 properly, so each must end as fail or timeout. Afterwards no file may exist outside the
 sandbox, no secret may have been seen, no process or temporary folder may be left over.
+Programs that try to report their own pass are in tests/test_verifiers_code_forgery.py.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from selfplay.verifiers.code_sandbox import isolation, run_sandboxed
-from selfplay.verifiers.code_verifier import CodeExecutionDisabled, CodeVerifier, verdict_of
+from selfplay.verifiers.code_sandbox import isolation, run_calls, wait_for_cleanup
+from selfplay.verifiers.code_tests import judge, parse_tests
+from selfplay.verifiers.code_verifier import CodeExecutionDisabled, CodeVerifier
 
 WALL = 1.5
 SECRET = "sk-test-do-not-leak-7f3a"
@@ -116,7 +118,13 @@ def my_children() -> list[str]:
 
 
 def sandbox_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("selfplay-sandbox-*")}
+    """Run folders, and run folders renamed away for deletion, in the temporary folder."""
+    temporary = Path(tempfile.gettempdir())
+    return {
+        p.name
+        for pattern in ("selfplay-sandbox-*", "selfplay-trash-*")
+        for p in temporary.glob(pattern)
+    }
 
 
 @pytest.fixture()
@@ -168,9 +176,11 @@ def test_hostile_programs_never_escape(verifier, tmp_path, monkeypatch):
     folders_before = sandbox_folders()
     programs = [program.replace(OUT, str(outside)) for program in HOSTILE]
 
+    cases = parse_tests(TESTS)
+
     def run(program: str):
         began = time.monotonic()
-        result = run_sandboxed(program, TESTS, verifier.limits)
+        result = run_calls(program, [case.call for case in cases], verifier.limits)
         return program, result, time.monotonic() - began
 
     with ThreadPoolExecutor(2) as pool:
@@ -178,7 +188,7 @@ def test_hostile_programs_never_escape(verifier, tmp_path, monkeypatch):
     assert len(outcomes) >= 50
     problems = []
     for program, result, seconds in outcomes:
-        verdict = verdict_of(result)
+        verdict = judge(cases, result)
         if verdict.status not in ("fail", "timeout"):
             problems.append((program, verdict))
         if seconds >= WALL + 2.0:
@@ -189,6 +199,7 @@ def test_hostile_programs_never_escape(verifier, tmp_path, monkeypatch):
     assert list(outside.iterdir()) == []
     assert not Path("/tmp/selfplay-escape-marker").exists()
     assert sandbox_processes() == []
+    assert wait_for_cleanup()
     assert sandbox_folders() <= folders_before
 
 
@@ -200,6 +211,7 @@ def test_no_process_or_folder_is_left_behind(verifier):
     )
     assert sandbox_processes() == []
     assert set(my_children()) <= children_before
+    assert wait_for_cleanup()
     assert sandbox_folders() <= folders_before
 
 

@@ -1,9 +1,11 @@
 """The ``exact`` and ``numeric`` verifiers: plain string and number comparison.
 
-``numeric`` (and ``exact`` with ``extract_answer`` on) read the answer part of a text by the
-rule in ``answers`` (the last ``\\boxed{...}``, an ``answer: ...`` line, a one-line text, the
-last number). Numbers are read with ``fractions.Fraction`` from a strictly matched literal, so
-``0.1`` is exactly 1/10 and no text is evaluated.
+``numeric`` (and ``exact`` with ``extract_answer`` on) read the answer span of a text by the
+rule in ``answers`` (the last ``\\boxed{...}``, an ``answer: ...`` line, a one-line text;
+never the last number anywhere). For ``numeric`` the span must then be one number (``x = 5``,
+``$1,000$`` and a final full stop allowed); a span with words around its number is no answer.
+Numbers are read with ``fractions.Fraction`` from a strictly matched literal, so ``0.1`` is
+exactly 1/10 and no text is evaluated.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from selfplay.verifiers.answers import MAX_TEXT_CHARS, ParseError, extract_answe
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?(?:/\d+)?")
 SPACES = re.compile(r"\s+")
+DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+ASSIGNMENT = re.compile(r"^[A-Za-z]\s*=\s*")
 
 
 class ExactOptions(VerifierOptions):
@@ -81,12 +85,10 @@ def read_number(text: str) -> Fraction | None:
         answer = extract_answer(text[-MAX_TEXT_CHARS:])
     except ParseError:
         return None
-    answer = answer.replace(",", "").replace("$", "").strip().removesuffix(".")
+    answer = answer.replace("$", "").strip().removesuffix(".").strip()
+    answer = ASSIGNMENT.sub("", DIGIT_GROUP.sub("", answer))
     if NUMBER.fullmatch(answer) is None:
-        found = NUMBER.findall(answer)
-        if not found:
-            return None
-        answer = found[-1]
+        return None
     try:
         return Fraction(answer)
     except (ValueError, ZeroDivisionError):

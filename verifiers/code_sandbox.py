@@ -1,21 +1,43 @@
-"""Run untrusted Python code in a confined, killable child process.
+"""Run untrusted Python in a confined, killable child process and bring back plain values.
 
-NOT A SECURITY BOUNDARY. This keeps a model's honest mistakes and casual misbehaviour (infinite
-loops, fork bombs, memory hogs, stray writes, reading the environment, opening sockets) from
-harming the training run or the machine. A determined attacker with a kernel exploit, or one
-who studies these defences, may get out. Run untrusted code from the internet in a VM or a
-container built for it.
+Threat model. The program is written by the policy being trained, and RL finds whatever the
+checker lets through, so we assume a program that tries everything it can to be judged
+correct without being correct, and that knows this code. Two different things are defended:
+
+1. The verdict. A program must never be able to report its own pass. The child process that
+   runs it cannot be trusted with anything once the program starts: the program can write
+   to any descriptor it holds (the results pipe, found by scanning fds or reading argv),
+   patch the harness's functions, ``assert``, comparisons or ``__eq__`` of what it returns,
+   print fake markers, or leave by ``os._exit(0)`` or ``SystemExit(0)``. So the child decides
+   nothing. It only runs the calls it is given and reports, per call, the value returned in
+   the tagged plain form of ``code_values``; the parent decodes that strictly into builtin
+   values (no object of the program's survives the trip) and compares them, itself, with
+   expected values that never enter the sandbox (``code_tests``). Whatever the program makes
+   the child say is at most "these calls returned these plain values", which a correct
+   program would say honestly: forging a pass requires knowing the expected values. Exit
+   codes, output and markers mean nothing; a missing or unreadable report fails every call.
+   The expected values stay secret as long as the program cannot read the parent's memory
+   or files: Landlock (below) denies it ``/proc``, ``ptrace`` of processes outside its own
+   domain and every file outside the interpreter and system folders. Where Landlock is
+   missing, a program may read any file the user can (a task bank, a run folder).
+2. The machine. NOT A SECURITY BOUNDARY against a determined attacker with a kernel exploit:
+   these defences keep honest mistakes and misbehaviour (infinite loops, fork bombs, memory
+   hogs, stray writes, reading the environment, opening sockets) from harming the run or
+   the machine. Run untrusted code from the internet in a VM or a container built for it.
 
 What one run gets:
-- a fresh temporary folder as working directory, removed afterwards, and a scrubbed
-  environment (no variable of the caller is passed on);
-- ``python -I`` in a new session (its own process group), which the parent kills with SIGKILL
-  at the wall-clock timeout and again after a normal exit, so no member is left behind;
+- a fresh temporary folder as working directory and a scrubbed environment (no variable of
+  the caller is passed on). Afterwards the folder is renamed away at once and deleted in the
+  background, so a program that leaves 100,000 files cannot delay its verdict;
+- ``python -I`` in a new session (its own process group). At the wall-clock timeout, and
+  after a normal exit, the namespace's init process is killed first (so ``unshare``, its
+  parent, reaps it and no zombie is left), then the whole group;
 - where ``unshare`` works without privileges: new user, network and PID namespaces (no
   network at all; every process of the run dies with it);
 - resource limits, Landlock and a no-new-processes seccomp filter, set up by
   ``sandbox_child.py`` before the code runs (see there). Limits are set in the child rather
   than through ``preexec_fn``, which is unsafe when the caller has threads.
+- its output, stripped of terminal control codes (``printable``), last 2000 characters.
 
 Where the machine lacks a mechanism (no unprivileged namespaces, a kernel without Landlock,
 an architecture without the filter), that protection is missing; ``isolation()`` says which
@@ -24,27 +46,38 @@ ones this machine gives.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import platform
-import selectors
+import queue
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from selfplay.verifiers import code_values
+from selfplay.verifiers.printable import printable
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 STARTUP_SECONDS = 30.0
+REAP_SECONDS = 2.0
 OUTPUT_TAIL_CHARS = 2000
+MAX_REPORT_BYTES = 4 << 20
 UNSHARE = ("unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+Kind = Literal["ok", "raised", "unencodable", "missing"]
 
 
 @dataclass(frozen=True)
@@ -59,12 +92,32 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Call:
+    """``function(*args, **kwargs)``, with plain-value arguments."""
+
+    function: str
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call gave: ``ok`` (its plain ``value``), ``raised`` or ``unencodable`` (with a
+    ``detail``), or ``missing`` (the run ended, or its report was unreadable, before it)."""
+
+    kind: Kind
+    value: Any = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class RunResult:
-    """``ok``: the run ended by itself (``completed`` says the tests finished); ``timeout``:
-    killed at the wall clock or by the CPU limit; ``error``: the sandbox itself failed."""
+    """``ok``: the run ended by itself (``outcomes``, one per call, say what each gave);
+    ``timeout``: killed at the wall clock or by the CPU limit; ``error``: the sandbox itself
+    failed before the program ran (never the program's doing)."""
 
     status: Literal["ok", "timeout", "error"]
-    completed: bool = False
+    outcomes: tuple[CallOutcome, ...] = ()
     returncode: int | None = None
     stdout: str = ""
     stderr: str = ""
@@ -94,32 +147,35 @@ def isolation() -> dict[str, object]:
     }
 
 
-def run_sandboxed(
-    program: str, tests: str = "", limits: Limits | None = None, python: str | None = None
+def run_calls(
+    program: str, calls: Sequence[Call], limits: Limits | None = None, python: str | None = None
 ) -> RunResult:
-    """Run ``program`` then ``tests`` (in one namespace) in a fresh confined child process."""
+    """Run ``program``, then each call, in a fresh confined child; the values come back."""
     limits = limits or Limits()
     root = Path(tempfile.mkdtemp(prefix="selfplay-sandbox-"))
     try:
-        return _run_in(root, program, tests, limits, python or sys.executable)
+        return _run_in(root, program, list(calls), limits, python or sys.executable)
     finally:
-        _remove(root)
+        discard(root)
 
 
-def _run_in(root: Path, program: str, tests: str, limits: Limits, python: str) -> RunResult:
+def _run_in(root: Path, program: str, calls: list[Call], limits: Limits, python: str) -> RunResult:
     work = root / "work"
     work.mkdir()
     (work / "program.py").write_text(program)
-    (work / "tests.py").write_text(tests)
+    wire = [
+        [c.function, code_values.encode(tuple(c.args)), code_values.encode(c.kwargs)] for c in calls
+    ]
+    (work / "calls.json").write_text(json.dumps(wire))
     read_end, write_end = os.pipe()
-    config: dict[str, object] = {
-        "program": str(work / "program.py"),
-        "tests": str(work / "tests.py"),
-        "status_fd": write_end,
-        "limits": asdict(limits),
-    }
     prefix = [*UNSHARE, "--"] if namespaces_available() else []
-    config["user_namespace"] = bool(prefix)
+    config = {
+        "program": str(work / "program.py"),
+        "calls": str(work / "calls.json"),
+        "results_fd": write_end,
+        "limits": asdict(limits),
+        "user_namespace": bool(prefix),
+    }
     command = [*prefix, python, "-I", str(CHILD), json.dumps(config)]
     env = {**ENV, "HOME": str(work), "TMPDIR": str(work)}
     with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
@@ -140,49 +196,106 @@ def _run_in(root: Path, program: str, tests: str, limits: Limits, python: str) -
         finally:
             os.close(write_end)
     try:
-        status, messages, detail = _supervise(process, read_end, limits.wall_seconds)
+        status, report, detail = _supervise(process, read_end, limits.wall_seconds)
     finally:
-        _kill_group(process)
+        _stop(process, namespaced=bool(prefix))
         os.close(read_end)
+    return _result(root, process, status, report, detail, calls, limits)
+
+
+def _result(
+    root: Path,
+    process: subprocess.Popen,
+    status: str,
+    report: bytes,
+    detail: str,
+    calls: list[Call],
+    limits: Limits,
+) -> RunResult:
     stdout, stderr = _tail(root / "stdout"), _tail(root / "stderr")
     if status == "error":
-        detail = f"{detail}; {stderr.strip().splitlines()[-1] if stderr.strip() else ''}"
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+        detail = f"{detail}; {last}" if last else detail
     if process.returncode == -signal.SIGXCPU:
         status, detail = "timeout", f"CPU limit of {limits.cpu_seconds} s reached"
-    completed = status == "ok" and "done" in messages and process.returncode == 0
-    return RunResult(status, completed, process.returncode, stdout, stderr, detail)
+    outcomes = read_report(report, len(calls)) if status == "ok" else ()
+    return RunResult(status, outcomes, process.returncode, stdout, stderr, printable(detail))
+
+
+def read_report(report: bytes, expected_calls: int) -> tuple[CallOutcome, ...]:
+    """The outcome of every call from the child's last ``results`` line; untrusted data, so
+    anything malformed or missing makes the calls concerned ``missing``."""
+    missing = CallOutcome("missing", detail="the program ended before reporting this call")
+    lines = [line for line in report.split(b"\n") if line.startswith(b"results ")]
+    if not lines:
+        return (missing,) * expected_calls
+    try:
+        entries = json.loads(lines[-1][len(b"results ") :])["calls"]
+        if type(entries) is not list:
+            raise ValueError("not a list")
+    except (ValueError, TypeError, KeyError, RecursionError):
+        unreadable = CallOutcome("missing", detail="the program's report is unreadable")
+        return (unreadable,) * expected_calls
+    outcomes = [_outcome(entry) for entry in entries[:expected_calls]]
+    return tuple(outcomes) + (missing,) * (expected_calls - len(outcomes))
+
+
+def _outcome(entry: Any) -> CallOutcome:
+    if (
+        type(entry) is not list
+        or len(entry) != 2
+        or entry[0] not in ("ok", "raised", "unencodable")
+    ):
+        return CallOutcome("missing", detail="the program's report is unreadable")
+    kind, payload = entry
+    if kind != "ok":
+        text = payload if type(payload) is str else "?"
+        return CallOutcome(kind, detail=printable(text[:300]))
+    try:
+        return CallOutcome("ok", code_values.decode(payload))
+    except ValueError as err:
+        return CallOutcome("unencodable", detail=f"the value is not plain data: {err}")
 
 
 def _supervise(
-    process: subprocess.Popen, status_fd: int, wall_seconds: float
-) -> tuple[Literal["ok", "timeout", "error"], str, str]:
-    """Wait for "ready", then for the exit or the wall clock; the leader is not reaped here."""
-    messages = ""
+    process: subprocess.Popen, report_fd: int, wall_seconds: float
+) -> tuple[Literal["ok", "timeout", "error"], bytes, str]:
+    """Wait for "ready", then for the exit or the wall clock, draining the report pipe.
+
+    The leader is not reaped here, so its process group id stays reserved for the kill."""
+    report = bytearray()
+    ready = False
     deadline = time.monotonic() + STARTUP_SECONDS
-    with selectors.DefaultSelector() as selector:
-        selector.register(status_fd, selectors.EVENT_READ)
-        while not _exited(process.pid):
-            if time.monotonic() > deadline:
-                if "ready" in messages:
-                    return "timeout", messages, f"still running after {wall_seconds:g} s"
-                return "error", messages, "the sandbox did not start in time"
-            if not selector.get_map():
-                time.sleep(0.02)
-            elif selector.select(0.02):
-                chunk = os.read(status_fd, 1024).decode(errors="replace")
-                if not chunk:
-                    selector.unregister(status_fd)
-                elif "ready" not in messages and "ready" in chunk:
-                    deadline = time.monotonic() + wall_seconds
-                messages += chunk
-        while selector.get_map() and selector.select(0):
-            chunk = os.read(status_fd, 1024).decode(errors="replace")
-            if not chunk:
-                break
-            messages += chunk
-    if "ready" not in messages:
-        return "error", messages, "the sandbox failed before running the code"
-    return "ok", messages, ""
+    open_pipe = True
+    while not _exited(process.pid):
+        if time.monotonic() > deadline:
+            if ready:
+                return "timeout", bytes(report), f"still running after {wall_seconds:g} s"
+            return "error", bytes(report), "the sandbox did not start in time"
+        if open_pipe:
+            open_pipe = _drain(report_fd, report, 0.02)
+        else:
+            time.sleep(0.02)
+        if not ready and report.startswith(b"ready") and b"\n" in report:
+            ready, deadline = True, time.monotonic() + wall_seconds
+    while open_pipe and _drain(report_fd, report, 0):
+        pass
+    if not (report.startswith(b"ready") and b"\n" in report):
+        return "error", bytes(report), "the sandbox failed before running the code"
+    return "ok", bytes(report), ""
+
+
+def _drain(fd: int, report: bytearray, wait: float) -> bool:
+    """Read what the pipe holds into ``report`` (up to its cap); False once it is closed."""
+    readable, _, _ = select.select([fd], [], [], wait)
+    if not readable:
+        return True
+    chunk = os.read(fd, 1 << 16)
+    if not chunk:
+        return False
+    if len(report) < MAX_REPORT_BYTES:
+        report.extend(chunk[: MAX_REPORT_BYTES - len(report)])
+    return True
 
 
 def _exited(pid: int) -> bool:
@@ -194,17 +307,71 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL every process left in the run's group, then reap the leader."""
+def _stop(process: subprocess.Popen, namespaced: bool) -> None:
+    """Kill the namespace's init first, so ``unshare`` reaps it; then the group; reap."""
+    if namespaced and not _exited(process.pid):
+        for child in _children(process.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        deadline = time.monotonic() + REAP_SECONDS
+        while not _exited(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.002)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
 def _tail(path: Path) -> str:
     with open(path, "rb") as file:
         file.seek(max(0, path.stat().st_size - OUTPUT_TAIL_CHARS))
-        return file.read().decode(errors="replace")
+        return printable(file.read().decode(errors="replace"))
+
+
+# ---- cleanup off the verdict's path ---------------------------------------------------------
+
+_TRASH: queue.Queue[Path] = queue.Queue()
+_CLEANER: list[threading.Thread] = []
+CLEANUP_AT_EXIT_SECONDS = 5.0
+
+
+def discard(root: Path) -> None:
+    """Rename the run folder away (instant) and delete it on a background thread."""
+    trash = root.with_name(f"selfplay-trash-{uuid.uuid4().hex}")
+    try:
+        root.rename(trash)
+    except OSError:
+        trash = root
+    _TRASH.put(trash)
+    if not _CLEANER:
+        cleaner = threading.Thread(target=_clean_forever, name="sandbox-cleanup", daemon=True)
+        _CLEANER.append(cleaner)
+        cleaner.start()
+        atexit.register(wait_for_cleanup, CLEANUP_AT_EXIT_SECONDS)
+
+
+def wait_for_cleanup(timeout: float = 60.0) -> bool:
+    """Wait until every discarded folder is gone (at most ``timeout`` s); True if they are."""
+    deadline = time.monotonic() + timeout
+    while _TRASH.unfinished_tasks and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not _TRASH.unfinished_tasks
+
+
+def _clean_forever() -> None:
+    while True:
+        folder = _TRASH.get()
+        try:
+            _remove(folder)
+        finally:
+            _TRASH.task_done()
 
 
 def _remove(root: Path) -> None:

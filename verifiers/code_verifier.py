@@ -1,15 +1,21 @@
-"""The ``code`` verifier: run a model's program against test code in the sandbox.
+"""The ``code`` verifier: run a model's program in the sandbox and check what it returns.
 
 ``verify(candidate, reference)``: ``candidate`` is the model's text (the last fenced code block
-is the program, or the whole text when it has none); ``reference`` is test code, typically
-``assert`` statements, run after the program in the same namespace. Pass means the tests ran
-to the end without an exception; a crash, a failed assertion or an early exit is a fail; the
-wall-clock or CPU limit is a timeout; a sandbox that could not run at all is an error, never a
+is the program, or the whole text when it has none); ``reference`` is test code made of
+``assert`` statements about calls, e.g. ``assert solution(2) == 4`` (the accepted forms are in
+``code_tests``). The tests are never run in the sandbox: the parent reads them, sends only the
+calls, gets back the plain values the calls returned and compares them itself with expected
+values that never enter the sandbox, so a program cannot report its own pass (see the threat
+model in ``code_sandbox``). Pass means every test held; a call that raised, a missing report,
+an early exit or a wrong value is a fail; the wall-clock or CPU limit is a timeout; a sandbox
+that could not run at all, or tests in a form the parent cannot check, is an error, never a
 fail.
 
 Running model-written code is off by default and must be switched on with the option
-``allow_code_execution=True``. The sandbox (``code_sandbox``) is NOT A SECURITY BOUNDARY
-against a determined attacker; see its docstring for what it does and does not stop.
+``allow_code_execution=True``. The sandbox is NOT A SECURITY BOUNDARY against a determined
+attacker on the machine; see its docstring for what it does and does not stop.
+
+Games that need the values themselves (the code proposer/solver game) call ``evaluate``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.code_sandbox import Limits, RunResult, run_sandboxed
+from selfplay.verifiers.code_sandbox import Call, Limits, RunResult, run_calls
+from selfplay.verifiers.code_tests import TestFormatError, judge, parse_tests
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -80,8 +87,16 @@ class CodeVerifier(Verifier):
         )
 
     def check(self, candidate: str, reference: str, **ctx: Any) -> Verdict:
-        result = run_sandboxed(extract_code(candidate), reference, self.limits, self.options.python)
-        return verdict_of(result)
+        try:
+            cases = parse_tests(reference)
+        except TestFormatError as err:
+            return Verdict("error", f"the reference tests cannot be checked: {err}")
+        result = self.evaluate(extract_code(candidate), [case.call for case in cases])
+        return judge(cases, result)
+
+    def evaluate(self, program: str, calls: Sequence[Call]) -> RunResult:
+        """Run ``program`` and then ``calls`` in the sandbox; the plain values come back."""
+        return run_calls(program, calls, self.limits, self.options.python)
 
     def verify_many(self, pairs: Sequence[tuple[str, str]], **ctx: Any) -> list[Verdict]:
         if self.options.parallel == 1:
@@ -94,18 +109,6 @@ def extract_code(text: str) -> str:
     """The last fenced code block of ``text``, or ``text`` itself when it has none."""
     blocks = FENCE.findall(text)
     return blocks[-1] if blocks else text
-
-
-def verdict_of(result: RunResult) -> Verdict:
-    if result.status == "error":
-        return Verdict("error", f"sandbox failure: {result.detail}")
-    if result.status == "timeout":
-        return Verdict("timeout", result.detail)
-    if result.completed:
-        return Verdict("pass", "the tests passed")
-    lines = result.stderr.strip().splitlines()
-    reason = lines[-1] if lines else f"exited with code {result.returncode} before the tests ended"
-    return Verdict("fail", reason)
 
 
 @hookimpl

@@ -1,138 +1,164 @@
-"""Turn a model's final answer into a sympy expression without ever evaluating text.
+"""Turn a model's final answer into a sympy value without ever evaluating text.
 
-The text is tokenised against a whitelist and parsed by our own recursive-descent parser; the
-expression is built from sympy constructors (``Integer``, ``Rational``, ``Add``, ``Mul``,
-``Pow``, ``Symbol`` and a few functions). ``eval``, ``exec``, ``sympify`` and ``parse_expr``
-are never called, so no text can reach Python's interpreter.
+The answer span is found by ``answers.extract_answer`` and normalised and tokenised against a
+whitelist by ``math_syntax``; this module's recursive-descent parser builds the value from
+sympy constructors (``Integer``, ``Rational``, ``Add``, ``Mul``, ``Pow``, ``Symbol``,
+``Tuple``, ``FiniteSet``, ``Interval``, ``Union`` and a few functions). ``eval``, ``exec``,
+``sympify`` and ``parse_expr`` are never called, so no text can reach Python's interpreter.
 
-The answer part of the text is found by ``answers.extract_answer``. In it, ``x = 5`` keeps
-the part after the last ``=``; ``$``, ``\\left``, ``\\right``, LaTeX spacing, degree signs,
-thousands separators (``1,000``) and a final full stop are dropped.
+What an answer may be:
+- an expression: numbers (``3``, ``2.5``, ``.5``, ``1e-3``; decimals are exact rationals),
+  ``+ - * / ^ **``, postfix ``!``, parentheses and braces, ``|x|``, implicit multiplication
+  (``2x``, ``3\\pi``, ``2(x+1)``, ``4i``; two numbers side by side are an error, never a
+  product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs, the constants
+  pi, e, i (the imaginary unit) and infinity (``\\infty``, ``oo``), single-letter symbols,
+  and the LaTeX forms ``\\frac{a}{b}`` (also ``\\frac12``, ``\\dfrac``, ``\\tfrac``), a mixed
+  number ``2\\frac{1}{2}`` (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``,
+  ``\\cdot``, ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
+- a percentage: an expression followed by ``%``, ``\\%`` or ``percent`` (see
+  ``math_equivalence`` for what it equals);
+- a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``); a list of answers
+  ``1, 2`` (read as a set); an interval ``[a, b]``, ``(a, b]``, ``[a, b)`` (``(a, b)`` is a
+  tuple that also equals the open interval); unions, intersections and differences of those
+  (``\\cup``, ``\\cap``, ``\\setminus``);
+- an assignment ``x = 5``, which is its right-hand side; ``x \\in [1, 2]``, which is the set;
+- an equation or an inequality (``y^2 = 4x``, ``x \\le 3``, ``1 < x < 2``), kept as a
+  ``Relation``. ``1 = 1`` is an equation, not the number 1; ``==`` is not in the grammar, nor
+  is a chain of equalities.
 
-The grammar: numbers (``3``, ``2.5``, ``.5``, ``1e-3``; decimals are exact rationals), ``+ - *
-/ ^ **``, postfix ``!``, parentheses and braces, implicit multiplication (``2x``, ``3\\pi``,
-``2(x+1)``), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs, the constants pi
-and e, single-letter symbols, and the LaTeX forms ``\\frac{a}{b}``, ``\\sqrt{x}``,
-``\\sqrt[n]{x}``, ``\\cdot``, ``\\times``, ``\\div``, ``\\pi`` and ``\\sin`` and friends.
 Nothing else: no other names, no underscores, no strings, no attribute access. Caps bound the
 answer's length, the nesting depth, exponents, the size of a power and factorial arguments, so
-building an expression is always cheap; comparing it runs in a killable worker anyway.
+building a value is always cheap; comparing it runs in a killable worker anyway.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import sympy
 
-from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError, extract_answer
+from selfplay.verifiers import math_syntax as syntax
+from selfplay.verifiers.answers import ParseError, extract_answer
+from selfplay.verifiers.math_syntax import Token
 
-MAX_DEPTH = 30
-MAX_NUMBER_DIGITS = 200
-MAX_EXPONENT = 100_000
-MAX_POWER_BITS = 400_000
-MAX_FACTORIAL = 5000
-
-FUNCTIONS: dict[str, Callable[[sympy.Expr], sympy.Expr]] = {
-    "sqrt": sympy.sqrt,
-    "sin": sympy.sin,
-    "cos": sympy.cos,
-    "tan": sympy.tan,
-    "log": sympy.log,
-    "ln": sympy.log,
-    "exp": sympy.exp,
-    "abs": sympy.Abs,
-}
-CONSTANTS = {"pi": sympy.pi, "e": sympy.E}
-LATEX_FUNCTIONS = {"\\" + name for name in ("sqrt", "sin", "cos", "tan", "log", "ln", "exp")}
-LATEX_TIMES = {"\\cdot", "\\times"}
-LATEX_FRACTIONS = {"\\frac", "\\dfrac", "\\tfrac"}
-
-TOKEN = re.compile(
-    r"(?P<space>\s+)"
-    r"|(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-    r"|(?P<cmd>\\[A-Za-z]+)"
-    r"|(?P<name>[A-Za-z]+)"
-    r"|(?P<op>\*\*|[-+*/^()!{}\[\]])"
-)
-NOISE = re.compile(r"\\left|\\right|\\[,;:! ]|\$|\^\s*\{?\s*\\circ\s*\}?|°")
-THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+MAX_ITEMS = 50
 
 
-def normalise(answer: str) -> str:
-    answer = NOISE.sub(" ", answer)
-    answer = THOUSANDS.sub("", answer)
-    answer = answer.rsplit("=", 1)[-1].strip()
-    return answer.removesuffix(".").strip()
+@dataclass(frozen=True)
+class Relation:
+    """An equation or inequality chain: ``items[0] ops[0] items[1] ops[1] items[2] ...``."""
+
+    ops: tuple[str, ...]
+    items: tuple[sympy.Expr, ...]
 
 
-def tokenize(answer: str) -> list[tuple[str, str]]:
-    if len(answer) > MAX_ANSWER_CHARS:
-        raise ParseError(f"answer is {len(answer)} characters long; at most {MAX_ANSWER_CHARS}.")
-    tokens, position = [], 0
-    while position < len(answer):
-        match = TOKEN.match(answer, position)
-        if match is None:
-            raise ParseError(f"character {answer[position]!r} is not allowed in an answer.")
-        kind = match.lastgroup or ""
-        if kind != "space":
-            tokens.append((kind, match.group()))
-        position = match.end()
-    if not tokens:
-        raise ParseError("the answer is empty.")
-    return tokens
+@dataclass(frozen=True)
+class Percent:
+    """``value`` followed by a percent sign."""
+
+    value: sympy.Expr
 
 
-def parse_answer(text: str) -> sympy.Expr:
-    """The sympy expression of the answer in ``text``; ParseError when it is not acceptable."""
-    expression = Parser(tokenize(normalise(extract_answer(text)))).parse()
-    if expression.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-        raise ParseError("the answer is not finite (division by zero?).")
-    return expression
+Answer = sympy.Basic | Relation | Percent
 
 
-# ---- parsing ------------------------------------------------------------------------------
+def parse_answer(text: str, answer_pattern=None) -> Answer:
+    """The value of the answer span in ``text``; ParseError when it is not acceptable."""
+    return parse_span(extract_answer(text, answer_pattern))
+
+
+def parse_span(span: str) -> Answer:
+    """The value of an answer span already extracted (``extract_answer``)."""
+    tokens = syntax.tokenize(syntax.normalise(span))
+    percent = tokens[-1][1] in ("%", "\\%")
+    value = Parser(tokens[:-1] if percent else tokens).parse()
+    if percent:
+        if not isinstance(value, sympy.Expr):
+            raise ParseError("only a number can be a percentage.")
+        value = Percent(value)
+    for expression in _expressions(value):
+        if expression.has(sympy.zoo, sympy.nan):
+            raise ParseError("the answer is undefined (division by zero?).")
+    return value
+
+
+def _expressions(value: Answer) -> list[sympy.Basic]:
+    if isinstance(value, Relation):
+        return list(value.items)
+    if isinstance(value, Percent):
+        return [value.value]
+    return [value]
 
 
 class Parser:
-    """Recursive descent over whitelisted tokens; builds the sympy expression as it goes."""
+    """Recursive descent over whitelisted tokens; builds the sympy value as it goes."""
 
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
-        self.tokens = tokens
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = list(tokens)
         self.index = 0
         self.depth = 0
 
-    def parse(self) -> sympy.Expr:
-        expression = self.expression()
+    def parse(self) -> Answer:
+        if not self.tokens:
+            raise ParseError("the answer is empty.")
+        items = [self.set_expression()]
+        while self.peek() == ",":
+            self.take()
+            items.append(self.set_expression())
         if self.index != len(self.tokens):
             raise ParseError(f"unexpected {self.tokens[self.index][1]!r} after the answer.")
-        return expression
+        if len(items) == 1:
+            return items[0]
+        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
 
-    # grammar: expression := term (('+'|'-') term)*
-    def expression(self) -> sympy.Expr:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise ParseError(f"the answer is nested deeper than {MAX_DEPTH} levels.")
+    # set_expression := relation (('\cup'|'\cap'|'\setminus') relation)*
+    def set_expression(self) -> Answer:
+        result = self.relation()
+        while self.peek() in syntax.SET_OPS:
+            op = self.take()[1]
+            right = _as_set(self.relation())
+            left = _as_set(result)
+            if op == "\\cup":
+                result = sympy.Union(left, right)
+            elif op == "\\cap":
+                result = sympy.Intersection(left, right)
+            else:
+                result = sympy.Complement(left, right)
+        return result
+
+    # relation := sum (relop sum)*
+    def relation(self) -> Answer:
+        items, ops = [self.sum()], []
+        while self.peek() in syntax.RELATIONS:
+            ops.append(syntax.RELATIONS[self.take()[1]])
+            items.append(self.sum())
+        if not ops:
+            return items[0]
+        return _relation(tuple(ops), items)
+
+    # sum := term (('+'|'-') term)*
+    def sum(self) -> sympy.Basic:
+        self.enter()
         result = self.term()
         while self.peek() in ("+", "-"):
             sign = self.take()[1]
-            right = self.term()
-            result = sympy.Add(result, right if sign == "+" else sympy.Mul(-1, right))
+            right = _scalar(self.term())
+            result = sympy.Add(_scalar(result), right if sign == "+" else sympy.Mul(-1, right))
         self.depth -= 1
         return result
 
     # term := unary (('*'|'/'|'\cdot'|'\times'|'\div'|implicit) unary)*
-    def term(self) -> sympy.Expr:
+    def term(self) -> sympy.Basic:
         result = self.unary()
         while True:
             token = self.peek()
-            if token in ("*", "/", "\\div") or token in LATEX_TIMES:
+            if token in syntax.TIMES or token in syntax.DIVIDE:
                 self.take()
-                right = self.unary()
-                result = _divide(result, right) if token in ("/", "\\div") else result * right
+                right = _scalar(self.unary())
+                divided = token in syntax.DIVIDE
+                result = syntax.divide(_scalar(result), right) if divided else result * right
             elif self.starts_implicit_factor():
-                result = sympy.Mul(result, self.unary())
+                result = sympy.Mul(_scalar(result), _scalar(self.unary()))
             else:
                 return result
 
@@ -141,98 +167,162 @@ class Parser:
             return False
         kind, text = self.tokens[self.index]
         if kind in ("name", "cmd"):
-            return text not in LATEX_TIMES and text != "\\div"
+            return text not in syntax.NOT_A_FACTOR
         return text in ("(", "{")
 
-    # unary := ('+'|'-') unary | power
-    def unary(self) -> sympy.Expr:
+    # unary := ('+'|'-') unary | syntax.power
+    def unary(self) -> sympy.Basic:
         if self.peek() in ("+", "-"):
             sign = self.take()[1]
             self.enter()
-            operand = self.unary()
+            operand = _scalar(self.unary())
             self.depth -= 1
             return operand if sign == "+" else sympy.Mul(-1, operand)
         return self.power()
 
     # power := postfix (('^'|'**') unary)?      (right-associative through unary)
-    def power(self) -> sympy.Expr:
+    def power(self) -> sympy.Basic:
         base = self.postfix()
         if self.peek() in ("^", "**"):
             self.take()
             self.enter()
-            exponent = self.unary()
+            exponent = _scalar(self.unary())
             self.depth -= 1
-            return _power(base, exponent)
+            return syntax.power(_scalar(base), exponent)
         return base
 
     # postfix := atom '!'*
-    def postfix(self) -> sympy.Expr:
+    def postfix(self) -> sympy.Basic:
         result = self.atom()
         while self.peek() == "!":
             self.take()
-            result = _factorial(result)
+            result = syntax.factorial(_scalar(result))
         return result
 
-    def atom(self) -> sympy.Expr:
+    def atom(self) -> sympy.Basic:
         kind, text = self.take()
         if kind == "num":
-            return _number(text)
-        if text in ("(", "{"):
-            inner = self.expression()
-            self.expect(")" if text == "(" else "}")
-            return inner
+            return self.number(text)
+        if text in ("(", "["):
+            return self.bracketed(text)
+        if text in ("{", "\\{"):
+            return self.braced(text)
+        if text == "|":
+            inner = _scalar(self.sum())
+            self.expect("|")
+            return sympy.Abs(inner)
         if kind == "name":
             return self.name(text)
         if kind == "cmd":
             return self.command(text)
         raise ParseError(f"unexpected {text!r}.")
 
-    def name(self, text: str) -> sympy.Expr:
-        if text in FUNCTIONS:
-            return FUNCTIONS[text](self.argument())
-        if text in CONSTANTS:
-            return CONSTANTS[text]
+    def number(self, text: str) -> sympy.Basic:
+        """A literal; a whole number right before ``\\frac{p}{q}`` of whole numbers is mixed."""
+        value = syntax.number_value(text)
+        if self.peek() in syntax.FRACTIONS and value.is_Integer:
+            mark = self.index
+            self.take()
+            numerator, denominator = self.fraction_part(), self.fraction_part()
+            if numerator.is_Integer and denominator.is_Integer and not syntax.is_zero(denominator):
+                return value + sympy.Rational(numerator, denominator)
+            self.index = mark
+        return value
+
+    def bracketed(self, opening: str) -> sympy.Basic:
+        """``(a)`` groups; ``(a, b, ...)`` is a tuple; ``[a, b]``, ``(a, b]``, ``[a, b)``."""
+        items = [self.sum()]
+        while self.peek() == ",":
+            self.take()
+            items.append(self.sum())
+        closing = self.take()[1]
+        if closing not in (")", "]"):
+            raise ParseError(f"expected ')' or ']' but found {closing!r}.")
+        pair = (opening, closing)
+        if len(items) == 1:
+            if pair not in (("(", ")"), ("[", "]")):
+                raise ParseError(f"{opening!r} is closed by {closing!r}.")
+            return items[0]
+        if len(items) == 2 and pair != ("(", ")"):
+            return _interval(items[0], items[1], opening == "(", closing == ")")
+        if pair != ("(", ")"):
+            raise ParseError("an interval has two ends, e.g. [1, 2).")
+        return sympy.Tuple(*(_element(item) for item in _capped(items)))
+
+    def braced(self, opening: str) -> sympy.Basic:
+        """``{a}`` groups (LaTeX); ``{a, b}`` and ``\\{a\\}`` are sets."""
+        closing = "}" if opening == "{" else "\\}"
+        if opening == "\\{" and self.peek() == closing:
+            self.take()
+            return sympy.EmptySet
+        items = [self.set_expression()]
+        while self.peek() == ",":
+            self.take()
+            items.append(self.set_expression())
+        self.expect(closing)
+        if opening == "{" and len(items) == 1:
+            return items[0]
+        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
+
+    def name(self, text: str) -> sympy.Basic:
+        if text in syntax.FUNCTIONS:
+            return syntax.FUNCTIONS[text](self.argument())
+        if text in syntax.CONSTANTS:
+            return syntax.CONSTANTS[text]
         if len(text) == 1:
             return sympy.Symbol(text)
         raise ParseError(f"unknown name {text!r}; only single-letter symbols are allowed.")
 
-    def command(self, text: str) -> sympy.Expr:
-        if text in LATEX_FRACTIONS:
-            numerator = self.group()
-            return _divide(numerator, self.group())
+    def command(self, text: str) -> sympy.Basic:
+        if text in syntax.FRACTIONS:
+            numerator = self.fraction_part()
+            return syntax.divide(numerator, self.fraction_part())
+        if text in syntax.BINOMIALS:
+            top = self.fraction_part()
+            return syntax.binomial(top, self.fraction_part())
         if text == "\\sqrt" and self.peek() == "[":
             self.take()
-            index = self.expression()
+            index = _scalar(self.sum())
             self.expect("]")
-            return _power(self.argument(), _divide(sympy.Integer(1), index))
-        if text in LATEX_FUNCTIONS:
-            return FUNCTIONS[text[1:]](self.argument())
-        if text == "\\pi":
-            return sympy.pi
+            return syntax.power(self.argument(), syntax.divide(sympy.Integer(1), index))
+        if text in syntax.LATEX_FUNCTIONS:
+            return syntax.FUNCTIONS[text[1:]](self.argument())
+        if text in syntax.LATEX_CONSTANTS:
+            return syntax.LATEX_CONSTANTS[text]
+        if text in syntax.LATEX_EMPTY:
+            return sympy.EmptySet
         raise ParseError(f"LaTeX command {text!r} is not allowed in an answer.")
 
-    def group(self) -> sympy.Expr:
-        self.expect("{")
-        inner = self.expression()
-        self.expect("}")
-        return inner
+    def fraction_part(self) -> sympy.Expr:
+        """``{expr}``, or one digit or letter as LaTeX reads ``\\frac12`` or ``\\frac ab``."""
+        if self.peek() == "{":
+            self.take()
+            inner = _scalar(self.sum())
+            self.expect("}")
+            return inner
+        kind, text = self.take()
+        if kind not in ("num", "name") or (kind == "num" and not text.isdigit()):
+            raise ParseError(f"\\frac needs {{...}} arguments, found {text!r}.")
+        if len(text) > 1:
+            self.tokens.insert(self.index, (kind, text[1:]))
+        return syntax.number_value(text[0]) if kind == "num" else self.name(text[0])
 
     def argument(self) -> sympy.Expr:
         """A function's argument: ``(x)``, ``{x}`` or a single factor (``\\sin x``)."""
         self.enter()
-        result = self.postfix()
+        result = _scalar(self.postfix())
         self.depth -= 1
         return result
 
     def enter(self) -> None:
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise ParseError(f"the answer is nested deeper than {MAX_DEPTH} levels.")
+        if self.depth > syntax.MAX_DEPTH:
+            raise ParseError(f"the answer is nested deeper than {syntax.MAX_DEPTH} levels.")
 
     def peek(self) -> str | None:
         return self.tokens[self.index][1] if self.index < len(self.tokens) else None
 
-    def take(self) -> tuple[str, str]:
+    def take(self) -> Token:
         if self.index >= len(self.tokens):
             raise ParseError("the answer ends too early.")
         token = self.tokens[self.index]
@@ -245,51 +335,55 @@ class Parser:
             raise ParseError(f"expected {text!r} but found {found!r}.")
 
 
-# ---- capped constructors ------------------------------------------------------------------
+# ---- building values ------------------------------------------------------------------------
 
 
-def _number(text: str) -> sympy.Rational:
-    """A literal as an exact rational: ``2.50`` is 5/2, ``1e-3`` is 1/1000."""
-    mantissa, _, exponent_text = text.lower().partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    if len(whole) + len(fraction) > MAX_NUMBER_DIGITS:
-        raise ParseError(f"a number has more than {MAX_NUMBER_DIGITS} digits.")
-    exponent = int(exponent_text) if exponent_text else 0
-    if abs(exponent) > MAX_EXPONENT:
-        raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
-    value = sympy.Rational(int(whole or "0") * 10 ** len(fraction) + int(fraction or "0"))
-    return value * sympy.Rational(10) ** (exponent - len(fraction))
+def _scalar(value: object) -> sympy.Expr:
+    """``value`` when it is a number or expression; arithmetic on anything else is an error."""
+    if isinstance(value, sympy.Expr):
+        return value
+    kind = type(value).__name__
+    raise ParseError(f"a {kind} cannot take part in arithmetic; write one answer.")
 
 
-def _divide(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr:
-    if denominator == 0:
-        raise ParseError("division by zero.")
-    return sympy.Mul(numerator, sympy.Pow(denominator, -1))
+def _element(value: object) -> sympy.Basic:
+    if isinstance(value, (sympy.Expr, sympy.Tuple)):
+        return value
+    raise ParseError("a tuple or set holds numbers or expressions, not sets or relations.")
 
 
-def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
-    if exponent.is_Number:
-        if abs(exponent) > MAX_EXPONENT:
-            raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
-        if base.is_Rational and _bits(base) * abs(exponent) > MAX_POWER_BITS:
-            raise ParseError("the power is too large to compare.")
-    elif not exponent.free_symbols and exponent.has(sympy.Pow) and base.is_Number:
-        # a constant tower like 2^(3^(1/2)*10^5) stays symbolic; keep it bounded all the same
-        bound = sympy.Abs(exponent).evalf(15)
-        if not bound.is_Number or bound > MAX_EXPONENT:
-            raise ParseError("the exponent is too large to compare.")
-    if base == 0 and exponent.is_Number and exponent < 0:
-        raise ParseError("division by zero.")
-    return sympy.Pow(base, exponent)
+def _capped(items: list) -> list:
+    if len(items) > MAX_ITEMS:
+        raise ParseError(f"more than {MAX_ITEMS} items in one answer.")
+    return items
 
 
-def _bits(value: sympy.Rational) -> int:
-    return max(int(value.p).bit_length(), int(value.q).bit_length(), 1)
+def _as_set(value: object) -> sympy.Set:
+    """A set operand; a pair ``(a, b)`` next to ``\\cup`` is the open interval."""
+    if isinstance(value, sympy.Set):
+        return value
+    if isinstance(value, sympy.Tuple) and len(value) == 2:
+        return _interval(value[0], value[1], True, True)
+    raise ParseError("\\cup, \\cap and \\setminus join sets or intervals.")
 
 
-def _factorial(value: sympy.Expr) -> sympy.Expr:
-    if value.free_symbols:
-        return sympy.factorial(value)
-    if not (value.is_Integer and 0 <= value <= MAX_FACTORIAL):
-        raise ParseError(f"factorial needs a whole number from 0 to {MAX_FACTORIAL}.")
-    return sympy.factorial(value)
+def _interval(low: object, high: object, left_open: bool, right_open: bool) -> sympy.Set:
+    try:
+        return sympy.Interval(_scalar(low), _scalar(high), left_open, right_open)
+    except (ValueError, TypeError) as err:
+        raise ParseError(f"not an interval: {err}") from None
+
+
+def _relation(ops: tuple[str, ...], items: list) -> Answer:
+    """Assignments and memberships become their value; other relations are kept as they are."""
+    if "in" in ops:
+        if ops != ("in",) or not isinstance(items[0], sympy.Symbol):
+            raise ParseError("write a membership as x \\in S.")
+        return _as_set(items[1])
+    if ops.count("=") > 1:
+        raise ParseError("write one answer, not a chain of equalities.")
+    if ops == ("=",) and isinstance(items[0], sympy.Symbol):
+        return items[1]
+    if "=" in ops and len(ops) > 1:
+        raise ParseError("an equality cannot be chained with an inequality.")
+    return Relation(ops, tuple(_scalar(item) for item in items))

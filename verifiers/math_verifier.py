@@ -1,13 +1,18 @@
 """The ``math`` verifier: is a model's final answer equal to the reference answer?
 
-Both texts are read by ``math_parse`` (a whitelist grammar, never ``eval``/``sympify``) and
-compared by ``math_equivalence``: exact first (rationals are equal or not, full stop; so
-``1/2004!`` differs from ``1/2006!``), then symbolic simplification, then a numeric check to
-30 digits; the ``tolerance`` option adds a looser relative tolerance.
+The answer span of each text is found by the rule in ``answers`` (for the candidate, the
+game's answer format when the caller passes ``answer_pattern`` or a ``game`` with one; then
+``\\boxed{}``, then an "answer:" line, then a text that is one short line; never "the last
+number anywhere"). The spans are read by ``math_parse`` (a whitelist grammar, never
+``eval``/``sympify``) and compared by ``math_equivalence``: exact first (rationals are equal
+or not, full stop; so ``1/2004!`` differs from ``1/2006!``), then symbolic simplification,
+then a numeric check to 30 digits; the ``tolerance`` option adds a looser relative tolerance.
+Tuples, sets, intervals, inequalities and percentages compare as that module says.
 
 Every comparison runs in a killable worker process; one that takes longer than ``timeout`` is
 a ``timeout`` verdict and the worker is replaced. A reference that cannot be parsed is an
-``error`` (the task is broken, not the answer); a candidate that cannot be parsed is a ``fail``.
+``error`` (the task is broken, not the answer); a candidate without an answer span, or whose
+span cannot be parsed, is a ``fail``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.answers import MAX_TEXT_CHARS
+from selfplay.verifiers.answers import MAX_TEXT_CHARS, ParseError, extract_answer
+from selfplay.verifiers.printable import printable
 from selfplay.verifiers.worker import Worker
 
 
@@ -52,17 +58,33 @@ class MathVerifier(Verifier):
         self.worker.start()
 
     def check(self, candidate: str, reference: str, **ctx: Any) -> Verdict:
-        args = [candidate[-MAX_TEXT_CHARS:], reference[-MAX_TEXT_CHARS:], self.options.tolerance]
+        pattern = answer_format(ctx)
+        try:
+            expected = extract_answer(reference[-MAX_TEXT_CHARS:])
+        except ParseError as err:
+            return Verdict("error", f"the reference has no answer: {err}")
+        try:
+            answer = extract_answer(candidate[-MAX_TEXT_CHARS:], pattern)
+        except ParseError as err:
+            return Verdict("fail", str(err))
+        args = [answer, expected, self.options.tolerance]
         result = self.worker.call(args, self.options.timeout)
         if result.outcome == "timeout":
             return Verdict("timeout", f"comparison took longer than {self.options.timeout:g} s")
         if result.outcome == "error":
-            return Verdict("error", f"math worker: {result.detail}")
+            return Verdict("error", printable(f"math worker: {result.detail}"))
         status, detail = result.value
-        return Verdict(status, detail)
+        return Verdict(status, printable(detail))
 
     def close(self) -> None:
         self.worker.close()
+
+
+def answer_format(ctx: dict[str, Any]) -> Any:
+    """The caller's answer format: ``answer_pattern``, else the ``game``'s, else None."""
+    if ctx.get("answer_pattern") is not None:
+        return ctx["answer_pattern"]
+    return getattr(ctx.get("game"), "answer_pattern", None)
 
 
 @hookimpl

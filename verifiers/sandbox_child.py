@@ -1,21 +1,25 @@
-"""The child side of the code sandbox: confine this process, then run the program and its tests.
+"""The child side of the code sandbox: confine this process, run the program, report values.
 
-Started by ``code_sandbox.run_sandboxed`` as ``python -I sandbox_child.py CONFIG_JSON``, in its
+Started by ``code_sandbox.run_calls`` as ``python -I sandbox_child.py CONFIG_JSON``, in its
 own session, in a fresh working directory, with a scrubbed environment. It uses only the
 standard library (it must not import the package, which is not readable once confined).
 
 In order, before any untrusted code runs:
-1. resource limits (address space, CPU seconds, file size, open files, tasks, no core files);
-2. Landlock, where the kernel has it: reading only the Python installation and system library
+1. the program and the calls to make are read from the working directory;
+2. resource limits (address space, CPU seconds, file size, open files, tasks, no core files);
+3. Landlock, where the kernel has it: reading only the Python installation and system library
    folders, writing only the working directory, no TCP bind/connect, and (Landlock ABI >= 6)
    no signals to processes outside the sandbox;
-3. a seccomp filter, unless subprocesses are allowed: creating a process fails with EPERM,
+4. a seccomp filter, unless subprocesses are allowed: creating a process fails with EPERM,
    threads still work;
-4. "ready" is written to the status pipe. Only then are the program and the tests run, in one
-   namespace; "done" is written after the tests finished without an exception.
+5. "ready" is written to the results pipe. Only then does the program run; then each call
+   ``function(*args, **kwargs)``, and one ``results`` line reports, per call, the value it
+   returned (in the tagged form of ``code_values``) or the exception it raised.
 
-This confines honest mistakes and casual misbehaviour. It is not a security boundary against a
-determined attacker: the program could, for instance, write "done" to the status pipe itself.
+Nothing here decides a verdict. Once the program runs it owns this process: it may write to
+the pipe, patch this file's functions or exit at any moment, so everything it can make this
+process say is treated by the parent as untrusted data, which only ever amounts to "these
+calls returned these plain values". Expected values never enter this process.
 """
 
 from __future__ import annotations
@@ -226,27 +230,96 @@ def apply_no_processes() -> bool:
 # ---- running ------------------------------------------------------------------------------
 
 
+def encode(value, depth=0):
+    """The tagged form of ``code_values`` (exact builtin types only)."""
+    if depth > 40:
+        raise ValueError("nested too deeply")
+    kind = type(value)
+    if value is None:
+        return ["none"]
+    if kind in (bool, str):
+        return [kind.__name__, value]
+    if kind is int:
+        return ["int", str(value)]
+    if kind is float:
+        return ["float", value.hex()]
+    if kind is bytes:
+        return ["bytes", value.hex()]
+    if kind in (list, tuple, set, frozenset):
+        return [kind.__name__, [encode(item, depth + 1) for item in value]]
+    if kind is dict:
+        return ["dict", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]]
+    raise ValueError(f"a {kind.__name__} is not a plain value")
+
+
+def decode(data):
+    """Arguments from the parent (already validated there): the inverse of ``encode``."""
+    tag, rest = data[0], data[1:]
+    makers = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+    if tag == "none":
+        return None
+    if tag in ("bool", "str"):
+        return rest[0]
+    if tag == "int":
+        return int(rest[0])
+    if tag == "float":
+        return float.fromhex(rest[0])
+    if tag == "bytes":
+        return bytes.fromhex(rest[0])
+    if tag in makers:
+        return makers[tag](decode(item) for item in rest[0])
+    return {decode(k): decode(v) for k, v in rest[0]}
+
+
+def describe(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {str(error)[:200]}"
+    except BaseException:
+        return "an exception that cannot be described"
+
+
+def outcome(namespace: dict, call: list) -> list:
+    name, args, kwargs = call
+    function = namespace.get(name)
+    if function is None:
+        return ["raised", f"NameError: {name!r} is not defined"]
+    try:
+        value = function(*decode(args), **decode(kwargs))
+    except BaseException as error:
+        return ["raised", describe(error)]
+    try:
+        return ["ok", encode(value)]
+    except BaseException as error:
+        return ["unencodable", describe(error)]
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def main(config: dict) -> None:
-    status_fd = config["status_fd"]
+    results_fd = config["results_fd"]
     with open(config["program"]) as file:
         program = file.read()
-    with open(config["tests"]) as file:
-        tests = file.read()
+    with open(config["calls"]) as file:
+        calls = json.load(file)
     apply_limits(config["limits"], config["user_namespace"])
     landlock = apply_landlock(os.getcwd())
     seccomp = False if config["limits"]["allow_subprocesses"] else apply_no_processes()
-    os.write(status_fd, f"ready landlock={landlock} seccomp={int(seccomp)}\n".encode())
+    os.write(results_fd, f"ready landlock={landlock} seccomp={int(seccomp)}\n".encode())
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
         exec(compile(program, "program.py", "exec"), namespace)
-        exec(compile(tests, "tests.py", "exec"), namespace)
-    except BaseException:
+        failure = None
+    except BaseException as error:
         traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
+        failure = ["raised", describe(error)]
+    outcomes = [failure or outcome(namespace, call) for call in calls]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.write(status_fd, b"done\n")
+    write_all(results_fd, b"results " + json.dumps({"calls": outcomes}).encode() + b"\n")
     os._exit(0)
 
 

@@ -20,6 +20,7 @@ baseline), so every process reduces the same fixed-shape tensor under DDP.
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -78,15 +79,17 @@ class RAE(Estimator):
             sums.append(torch.stack([rewards[mine].sum(), mine.sum().double()]))
         totals = reduce(torch.stack(sums)) if sums else torch.zeros(0, 2)
         for key, (total, count) in zip(keys, totals.tolist(), strict=True):
-            if count == 0:
-                continue  # no process played this role: its baseline stays
+            if count == 0 or not math.isfinite(total):
+                continue  # no process played this role (or a non-finite return): it stays
             mean = total / count
             previous = self.baselines.get(key)
             # the first batch sets the baseline, so early advantages are not all one sign
             self.baselines[key] = (
                 mean if previous is None else (self.decay * previous + (1 - self.decay) * mean)
             )
-        advantages = [s.reward - self.baselines[k] for s, k in zip(samples, own, strict=True)]
+        advantages = [
+            s.reward - self.baselines.get(k, math.nan) for s, k in zip(samples, own, strict=True)
+        ]
         if self.drop_zero:
             return [a if abs(a) > 1e-8 else None for a in advantages]
         return list(advantages)
@@ -95,4 +98,6 @@ class RAE(Estimator):
         return {"baselines": dict(self.baselines)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.baselines = dict(state["baselines"])
+        # a non-finite baseline (saved by a release that let a NaN reward through) starts
+        # afresh from the next batch's mean instead of poisoning every advantage after it
+        self.baselines = {k: v for k, v in state["baselines"].items() if math.isfinite(v)}

@@ -24,3 +24,5 @@ def register_estimators(register):
 @hookimpl
 def register_objectives(register):
     register("pg", lazy(f"{HERE}.pg:PolicyGradient"))
+    register("dpo", lazy(f"{HERE}.dpo:DPO"))
+    register("sft", lazy(f"{HERE}.sft:SFT"))

@@ -15,6 +15,7 @@ from typing import Any
 
 from selfplay.core.config import ConfigError
 from selfplay.core.train.build import build_game, build_sampler
+from selfplay.core.train.checkpoint import CheckpointError
 
 
 def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, Any]:
@@ -53,7 +54,10 @@ def _exploitability(game: Any, policy: Any, config: Any, found: Path) -> dict[st
         )
     table = policy_table(policy, game, config.generation.temperature)
     report = {"exploitability/last": game.exploitability(table)}
-    state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
+    except Exception as err:  # the weights loaded, so this is rare: a file changed meanwhile
+        raise CheckpointError(f"Cannot read the checkpoint {found}: {err}.") from None
     league = state.get("league") or {}
     tables = league.get("tables") or {}
     if tables:

@@ -1,9 +1,11 @@
 """The `selfplay` command: a thin table of sub-commands that call functions living elsewhere.
 
 Exit codes: 0 success; 1 an unexpected error; 2 a configuration or plugin error (bad key,
-unknown name, broken plugin a run needs, a resume with nothing left to train); 3 training
-stopped after repeated non-finite losses (the last good checkpoint is kept); 4 a checkpoint
-could not be written or read; 130 interrupted by the user.
+unknown name, broken plugin a run needs, two plugins registering the name a run needs, a
+damaged config.yaml, a resume with nothing left to train, a plug-in whose code raised during
+the run); 3 training stopped after repeated non-finite losses (the last good checkpoint is
+kept); 4 a checkpoint or another run-folder file could not be written or read (full disk,
+read-only folder, no complete checkpoint); 130 interrupted by the user.
 """
 
 from __future__ import annotations
@@ -284,8 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from selfplay.api.errors import PluginFault
     from selfplay.core.config import ConfigError
-    from selfplay.core.train.checkpoint import CheckpointError
+    from selfplay.core.train.checkpoint import StorageError
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
@@ -296,13 +299,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             args = parser.parse_args(["run", *(argv or [])])
         return int(args.func(args) or EXIT_OK)
-    except (ConfigError, PluginError, UnknownName) as error:
+    except (ConfigError, PluginError, PluginFault, UnknownName) as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CONFIG
     except NonFiniteLoss as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_NONFINITE
-    except CheckpointError as error:
+    except StorageError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CHECKPOINT
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from selfplay.plugins.manager import load
@@ -24,7 +25,14 @@ def game_info(game_cls: Any, plugin: str) -> dict[str, Any]:
 
 
 def games() -> list[dict[str, Any]]:
-    return [game_info(entry.obj, entry.plugin) for entry in load().registries.games]
+    registry = load().registries.games
+    rows = []
+    for entry in registry:
+        row = game_info(entry.obj, entry.plugin)
+        if entry.name in registry.clashes:
+            row["clash"] = registry.clash_message(entry.name)
+        rows.append(row)
+    return rows
 
 
 def family_members(prefix: str) -> list[str]:
@@ -42,6 +50,7 @@ def plugins() -> list[dict[str, Any]]:
             "builtin": info.builtin,
             "registered": info.registered,
             "error": info.error,
+            "warnings": info.warnings,
         }
         for info in load().plugins
     ]
@@ -60,7 +69,12 @@ OPTION_KINDS = {
 
 def registered(kind: str) -> list[dict[str, Any]]:
     """Every registered plug-in of ``kind``: its one-line doc, options and plugin."""
-    return [registered_info(entry) for entry in getattr(load().registries, kind)]
+    registry = getattr(load().registries, kind)
+    rows = [registered_info(entry) for entry in registry]
+    for row in rows:
+        if row["name"] in registry.clashes:
+            row["plugin"] += " (clash: " + ", ".join(registry.clashes[row["name"]][1:]) + ")"
+    return rows
 
 
 def rewards() -> list[dict[str, Any]]:
@@ -128,7 +142,8 @@ def games_table(rows: list[dict[str, Any]]) -> Table:
             row["name"],
             ", ".join(row["roles"]),
             ", ".join(row["players"]),
-            f"{row['description']}\n{options}",
+            f"{row['description']}\n{options}"
+            + (f"\n[yellow]{escape(row['clash'])}[/yellow]" if row.get("clash") else ""),
         )
     return table
 
@@ -144,5 +159,7 @@ def plugins_table(rows: list[dict[str, Any]]) -> Table:
         status = "built-in" if row["builtin"] else row["entry_point"]
         if row["error"]:
             status = f"[red]failed: {row['error']}[/red]"
+        for warning in row.get("warnings", []):
+            status += f"\n[yellow]{escape(warning)}[/yellow]"
         table.add_row(row["name"], row["version"], registered, status)
     return table

@@ -14,21 +14,20 @@ greedily, its argmax answer, as in evaluation.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.types import Completion, Payoffs, Role
-from selfplay.core.config import ConfigError, RunConfig, explain
+from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.rollout import match_rng
 from selfplay.core.train import checkpoint
 from selfplay.core.train.build import build_game, build_learner, split_spec
+from selfplay.core.train.run_folder import read_config
 from selfplay.plugins.manager import registries
 
 PROMPT = "your move> "
@@ -44,34 +43,32 @@ class Opponent:
 
 
 def run_config(folder: Path) -> RunConfig:
-    path = folder / "config.yaml"
-    try:
-        return RunConfig.model_validate(yaml.safe_load(path.read_text()) or {})
-    except ValidationError as err:
-        raise ConfigError(
-            f"{path} is not a config this selfplay can read: {explain(err)}"
-        ) from None
+    return read_config(folder)
 
 
 def find_checkpoint(source: Path) -> tuple[Path, Path]:
-    """(run folder, checkpoint folder) for a run folder or one of its checkpoint folders."""
+    """(run folder, checkpoint folder) for a run folder or one of its checkpoint folders.
+
+    A run folder gives its newest complete checkpoint (damaged newer ones are named on
+    stderr); a checkpoint folder must itself be complete.
+    """
     source = Path(source)
-    if (source / "state.ckpt").is_file():
+    if (source / checkpoint.STATE).exists() or source.parent.name == "checkpoints":
         folder = source.parent.parent
         if not (folder / "config.yaml").is_file():
             raise ConfigError(
                 f"The checkpoint {source} is not inside a run folder (no config.yaml in "
                 f"{folder}); pass a checkpoint where `selfplay run` wrote it."
             )
+        why = checkpoint.verify(source)
+        if why is not None:
+            raise checkpoint.CheckpointError(
+                f"The checkpoint {source} is damaged ({why}); pass the run folder {folder} "
+                "to use its newest complete checkpoint."
+            )
         return folder, source
     if (source / "config.yaml").is_file():
-        found = checkpoint.latest(source)
-        if found is None:
-            raise checkpoint.CheckpointError(
-                f"The run folder {source} has no complete checkpoint yet; let the run reach "
-                "its first checkpoint (checkpoint_every), or pass a checkpoint folder."
-            )
-        return source, found
+        return source, _newest_complete(source)
     raise ConfigError(
         f"{source} is neither a run folder (with config.yaml) nor a checkpoint folder (with "
         "state.ckpt); pass e.g. runs/NAME or runs/NAME/checkpoints/iter-000010."
@@ -87,15 +84,38 @@ def load_checkpoint_policy(source: Path) -> Opponent:
     policy = build_learner(config)
     try:
         state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as err:
-        raise checkpoint.CheckpointError(f"Cannot read the checkpoint {found}: {err}.") from err
-    if config.lora.enabled:
-        _load_adapters(policy, config, state["adapters"])
-    else:
-        policy.model.load_state_dict(state["model"])
+        if config.lora.enabled:
+            _load_adapters(policy, config, state["adapters"])
+        else:
+            policy.model.load_state_dict(state["model"])
+    except Exception as err:  # EOFError, RuntimeError, UnpicklingError, KeyError, ...
+        raise checkpoint.CheckpointError(
+            f"Cannot read the checkpoint {found}: {type(err).__name__}: {err}."
+        ) from None
     policy.model.eval()
     policy.name = f"checkpoint {found.name}"
     return Opponent(policy, f"the policy of {found}", config)
+
+
+def _newest_complete(folder: Path) -> Path:
+    found = checkpoint.scan(folder)
+    if found.complete:
+        if found.damaged:
+            print(
+                f"note: passing over damaged checkpoints ({found.report()}); using "
+                f"{found.complete[0].name}.",
+                file=sys.stderr,
+            )
+        return found.complete[0]
+    if found.never:
+        raise checkpoint.CheckpointError(
+            f"The run folder {folder} has no checkpoint yet; let the run reach its first "
+            "checkpoint (checkpoint_every), or pass a checkpoint folder."
+        )
+    raise checkpoint.CheckpointError(
+        f"The run folder {folder} has checkpoints, but none is complete ({found.report()}); "
+        "restore one from a backup."
+    )
 
 
 def _load_adapters(policy: Any, config: RunConfig, adapters: dict[str, Any]) -> None:

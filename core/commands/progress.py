@@ -62,19 +62,23 @@ class RunDisplay:
             status += f"  eval win: {self.last_eval}"
         self.progress.update(self.task, advance=1, status=status)
 
-    def summary(self, before: dict, after: dict) -> None:
+    def summary(
+        self, before: dict, after: dict, tasks_before: dict | None = None, tasks_after=None
+    ) -> None:
         if not self.enabled:
             return
-        from selfplay.core.evaluate import summary_table
+        from selfplay.core.evaluate import summary_table, tasks_table
 
         self.progress.stop()
-        if not before and not after:
+        if tasks_before or tasks_after:
+            self.console.print(tasks_table(tasks_before or {}, tasks_after or {}))
+        if before or after:
+            self.console.print(summary_table(before, after))
+        elif not (tasks_before or tasks_after):
             self.console.print(
-                f"{self.config.game} has no scripted players to evaluate against; "
+                f"{self.config.game} has no scripted players or tasks to evaluate on; "
                 "metrics.csv holds the rewards per role (reward/<term>/<role>)."
             )
-            return
-        self.console.print(summary_table(before, after))
 
     def __exit__(self, *exc: object) -> None:
         if not self.enabled:

@@ -91,6 +91,58 @@ def build_game(config: RunConfig, verifiers: Verifiers | None = None) -> Game:
         raise ConfigError(explain(err, config.game, "game_options", fields)) from None
 
 
+def resolve(config: RunConfig) -> RunConfig:
+    """The config a run trains with: the game's default reward, and the game options the
+    objective needs (STaR's hinted retries), filled in. Idempotent, so a resume agrees."""
+    game_cls = registries().games.get(config.game)
+    update: dict[str, Any] = {}
+    if config.reward is None:
+        update["reward"] = getattr(game_cls, "default_reward", "outcome")
+    needed = build_objective(config).game_options()
+    if needed:
+        options = dict(config.game_options)
+        fields = getattr(game_cls, "Options", None)
+        for key, value in needed.items():
+            if fields is None or key not in fields.model_fields:
+                raise ConfigError(
+                    f"objective {config.objective!r} with these objective_options needs the "
+                    f"game option {key}={value!r}, which {config.game} does not have; use a "
+                    "game that offers it (e.g. math-solver)."
+                )
+            if key in options and options[key] != value:
+                raise ConfigError(
+                    f"game_options.{key}={options[key]!r} contradicts objective "
+                    f"{config.objective!r}, which needs {key}={value!r}; drop one of them."
+                )
+            options[key] = value
+        update["game_options"] = options
+    return config.model_copy(update=update) if update else config
+
+
+def check_players(config: RunConfig, game: Game) -> None:
+    """Every scripted player the config names is one of the game's, checked before any work
+    (the cold start and the first evaluation come much later)."""
+    named = {
+        "eval.opponents": config.eval.opponents or [],
+        "pool.scripted": [name.removeprefix("scripted:") for name in config.pool.scripted],
+    }
+    if config.cold_start.steps and game.players:
+        named["cold_start.players"] = config.cold_start.players
+        if not config.cold_start.players:
+            raise ConfigError(
+                "cold_start.players is empty; name the demonstrators (e.g. [random]) or set "
+                "cold_start.steps=0."
+            )
+    for key, players in named.items():
+        unknown = [name for name in players if name not in game.players]
+        if unknown:
+            known = ", ".join(sorted(game.players)) or "none"
+            raise ConfigError(
+                f"{key} names {', '.join(map(repr, unknown))}, which {game.name} does not "
+                f"have; its scripted players are: {known} (`selfplay games` lists them)."
+            )
+
+
 def build_sampler(config: RunConfig, game: Game | None = None) -> OpponentSampler:
     name, arg = split_spec(config.opponent)
     factory = registries().opponent_samplers.get(name)
@@ -138,13 +190,14 @@ def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
     A reward's options are the game's ``reward_defaults`` for it, overridden by
     ``reward_options``, overridden by the term's own options.
     """
-    terms = parse_terms(config.reward)
+    reward = config.reward if config.reward is not None else game.default_reward
+    terms = parse_terms(reward)
     names = {term.name for term in terms}
     stray = sorted(set(config.reward_options) - names)
     if stray:
         raise ConfigError(
             f"reward_options has {', '.join(map(repr, stray))}, which the reward "
-            f"{config.reward!r} does not use; remove it or add the reward."
+            f"{reward!r} does not use; remove it or add the reward."
         )
     components = []
     for term in terms:
@@ -176,6 +229,8 @@ __all__ = [
     "build_objective",
     "build_reward",
     "build_sampler",
+    "check_players",
     "construct",
+    "resolve",
     "split_spec",
 ]

@@ -2,7 +2,9 @@
 
 Why JSON lines: a run appends episodes as it plays, a person reads them with ``head`` or
 ``jq``, and a crash loses at most the line being written. Each line round-trips through
-`Episode.to_json` / `Episode.from_json`, so any match can be re-read and replayed.
+`Episode.to_json` / `Episode.from_json`, so any match can be re-read and replayed. A match
+voided because the game's rules raised is a line ``{"void": true, "game", "seed", "turn",
+"role", "call", "error"}`` (`selfplay.core.rollout.VoidMatch`); readers of episodes skip it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from selfplay.api.types import Episode
+from selfplay.core.rollout import VoidMatch
 
 
-def write_episodes(path: str | Path, episodes: Iterable[Episode]) -> int:
+def write_episodes(path: str | Path, episodes: Iterable[Episode | VoidMatch]) -> int:
     """Append ``episodes`` to ``path`` (created with its folder if missing); returns the count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,7 +30,7 @@ def iter_episodes(path: str | Path) -> Iterator[Episode]:
     """Episodes of ``path`` one at a time, so large logs need not fit in memory."""
     with Path(path).open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
-            if not line.strip():
+            if not line.strip() or line.startswith('{"void": true'):
                 continue
             try:
                 yield Episode.from_json(line)

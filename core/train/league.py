@@ -21,6 +21,7 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from selfplay.api.errors import blame
 from selfplay.api.sampler import LEARNER, snapshot
 from selfplay.api.types import Episode
 from selfplay.core.models.policy_table import Table, is_tabular, policy_table
@@ -62,7 +63,9 @@ class League:
 
     def after_iteration(self, iteration: int, episodes: Sequence[Episode]) -> dict[str, float]:
         """Learn from the iteration's matches; snapshot and evaluate members when it is time."""
-        self.sampler.update(episodes)
+        name = getattr(self.sampler, "name", type(self.sampler).__name__)
+        with blame(f"Opponent sampler {name!r}, learning from {len(episodes)} matches,"):
+            self.sampler.update(episodes)
         self._record(episodes)
         every = self.config.pool.snapshot_every
         if self.sampler.uses_pool and every and iteration % every == 0:

@@ -27,11 +27,12 @@ from selfplay.api.objective import IterationData
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
+from selfplay.core import faults
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
-from selfplay.core.rollout import play
+from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.stats import episode_metrics
-from selfplay.core.train import checkpoint, resume
+from selfplay.core.train import resume
 from selfplay.core.train.build import (
     build_callbacks,
     build_estimator,
@@ -40,13 +41,23 @@ from selfplay.core.train.build import (
     build_objective,
     build_reward,
     build_sampler,
+    check_players,
+    resolve,
 )
-from selfplay.core.train.episode_log import write_episodes
 from selfplay.core.train.hardware import build_fabric
 from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
-from selfplay.core.train.run_folder import RunFolder, make_run_folder
-from selfplay.core.train.samples import episode_samples
+from selfplay.core.train.run_folder import RunFolder, make_run_folder, writing
+from selfplay.core.train.samples import (
+    MAX_UNSCORED,
+    NothingToLearn,
+    answer_encoder,
+    episode_samples,
+    finite_advantages,
+    finite_samples,
+    reference_answers,
+    unscored_message,
+)
 from selfplay.core.train.seating import Seats, seat_matches
 from selfplay.core.train.snapshots import SnapshotStore
 
@@ -58,6 +69,7 @@ class Progress:
     iteration: int = 0
     episodes_bytes: int = 0
     before: dict[str, dict[str, Any]] = field(default_factory=dict)
+    before_tasks: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +90,7 @@ def train(config: RunConfig, console: Any = None) -> TrainResult:
 
 class Trainer:
     def __init__(self, fabric: L.Fabric, config: RunConfig, console: Any = None) -> None:
+        config = resolve(config)
         self.fabric, self.config, self.console = fabric, config, console
         self.main = fabric.global_rank == 0
         torch.manual_seed(config.seed)
@@ -88,11 +101,13 @@ class Trainer:
         self.estimator = build_estimator(config)
         self.estimator.bind(self.game.name, self.game.roles)
         self.callbacks = build_callbacks(config)
+        check_players(config, self.game)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
         self.rng = random.Random(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
+        self.unscored = 0  # iterations in a row in which no learner turn was scored
         self.folder = self._open_folder()
         self.tensorboard: Any = None
 
@@ -156,16 +171,23 @@ class Trainer:
     # ---- the loop --------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
+        """Train; a faulty plug-in or a failed write stops the run, saying what it keeps."""
+        with faults.stopping(self):
+            return self._train()
+
+    def _train(self) -> TrainResult:
         from selfplay.core.commands.progress import RunDisplay
 
-        resume_from = checkpoint.latest(self.config.resume) if self.config.resume else None
-        self._set_up(resuming=resume_from is not None)
-        if resume_from is not None:
-            resume.restore(self, resume_from)
+        found = resume.checkpoints(self) if self.config.resume else None
+        resuming = bool(found and found.complete)
+        self._set_up(resuming=resuming)
+        if resuming:
+            resume.restore_newest(self, found)
         elif self.config.resume and self.main and self.folder:
-            self.folder.truncate(0, 0)  # killed before its first checkpoint: start over
+            self.folder.truncate(0, 0)  # it certainly never wrote a checkpoint: start over
+        self.looping = True
         start = self.progress.iteration
-        if resume_from is None:
+        if not resuming:
             self.league.start()
         self.started = time.perf_counter()
         if self.config.resume and start >= self.config.iterations:
@@ -200,7 +222,7 @@ class Trainer:
                 if last:
                     break
             after = self.evaluate()
-            display.summary(before, after)
+            display.summary(before, after, self.progress.before_tasks, self._task_metrics())
         if self.tensorboard is not None:
             self.tensorboard.finalize("success")
         result = TrainResult(self.folder, rows, before, after)
@@ -215,7 +237,9 @@ class Trainer:
             self.game, self.sampler, self.seats, self.rng, config.matches, self.league.members
         )
         share = slice(fabric.global_rank, None, fabric.world_size)
-        played = play(self.game, seatings[share], seeds[share])
+        voided: list[VoidMatch] = []
+        played = play(self.game, seatings[share], seeds[share], errors=voided)
+        void_row = faults.voided(iteration, voided, len(played), self._sum, self._say)
         finished = time.perf_counter()
         episodes = played
         for _, callback in self.callbacks:
@@ -226,26 +250,40 @@ class Trainer:
             invalid_reward = config.invalid_moves.penalty
         samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
         samples = [s for s in samples if self._trains(s.role, iteration)]
-        advantages = None
+        self._check_scored(iteration, episodes, samples)
+        samples, nonfinite = finite_samples(samples)
+        advantages, bad_advantages = None, 0
         if self.objective.needs == "advantages":
             advantages = self.estimator(samples, reduce=self._sum)
+            advantages, bad_advantages = finite_advantages(advantages)
         if self.objective.refreshes_reference():
             self.reference.refresh()  # the reference is this iteration's starting policy
-        data = IterationData(samples, advantages, episodes, self._encoder())
+        data = IterationData(
+            samples,
+            advantages,
+            episodes,
+            encode=answer_encoder(self.learner),
+            reference=reference_answers(self.game, episodes),
+            terms=self.reward.labels,
+            reduce=self._sum,
+        )
         items = self.objective.prepare(data)
         stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
         if config.train.reference_update:
             self.reference.pull(config.train.reference_update)
         everyone = self._gather_episodes(played)
         self.episodes = everyone  # the iteration's matches, for on_iteration_metrics
+        voided = faults.gather(self.fabric, voided)
         if self.main and self.folder:
-            write_episodes(self.folder.episodes, everyone)
+            self.folder.append_episodes([*everyone, *voided])
         totals = [s.totals(ep) for ep, s in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, self._sum)}
         row.update(self.reward.metrics())
         row.update(stats.means())
         row.update(self.objective.iteration_metrics())
         row.update(self.league.after_iteration(iteration, everyone))
+        row.update(void_row)
+        row.update(faults.nonfinite(iteration, nonfinite, bad_advantages, self._sum, self._say))
         if advantages is not None:
             kept = [a for a in advantages if a is not None]
             row["advantage_mean"] = sum(kept) / max(len(kept), 1)
@@ -254,6 +292,18 @@ class Trainer:
         return row
 
     # ---- pieces ----------------------------------------------------------------------------
+
+    def _check_scored(self, iteration: int, episodes: list[Episode], samples: list) -> None:
+        """Stop, saying why, after MAX_UNSCORED iterations in which no learner turn was scored.
+
+        That happens when every score is None: a judge that cannot answer in the asked form
+        (the tiny model writes no "Score: N"), a reward whose role the learner never plays.
+        """
+        turns = sum(1 for ep in episodes for t in ep.turns if t.seat == LEARNER and t.token_ids)
+        counted = self._sum(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
+        self.unscored = self.unscored + 1 if counted[1] and not counted[0] else 0
+        if self.unscored >= MAX_UNSCORED:
+            raise NothingToLearn(unscored_message(iteration, self.unscored, self.reward))
 
     def _out_of_time(self) -> bool:
         """Every process must agree, so process 0's clock decides."""
@@ -292,20 +342,6 @@ class Trainer:
         torch.distributed.all_gather_object(gathered, [e.to_dict() for e in episodes])
         return [Episode.from_dict(d) for part in gathered for d in part]
 
-    def _encoder(self) -> Any:
-        """Text -> answer token ids ending with end-of-sequence, in the learner's tokenizer."""
-        tokenizer = getattr(self.learner, "tokenizer", None)
-        if tokenizer is None:
-            return None
-        from selfplay.core.train.cold_start import eos_id
-
-        stop = eos_id(self.learner)
-
-        def encode(text: str) -> tuple[int, ...]:
-            return (*tokenizer(text, add_special_tokens=False)["input_ids"], stop)
-
-        return encode
-
     def _reset_optimizer(self) -> None:
         inner = getattr(self.optimizer, "optimizer", self.optimizer)
         if isinstance(inner, torch.optim.Optimizer):
@@ -326,27 +362,33 @@ class Trainer:
             return {k: EvalResult(**v) for k, v in self.progress.before.items()}
         before = self.evaluate()
         self.progress.before = {k: v.__dict__.copy() for k, v in before.items()}
+        self.progress.before_tasks = self._task_metrics()
         return before
+
+    def _task_metrics(self) -> dict[str, float]:
+        """Held-out accuracy of games with tasks (empty for the others)."""
+        ev = self.config.eval
+        return task_metrics(self.game, self.learner, ev.matches, self.config.seed + 7919)
 
     def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
         row: dict[str, float] = {}
         for result in results.values():
             row.update(result.as_metrics("eval"))
-        ev = self.config.eval
-        row.update(task_metrics(self.game, self.learner, ev.matches, self.config.seed + 7919))
+        row.update(self._task_metrics())
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
         if not (self.main and self.folder):
             return
         self.folder.append_metrics(row)
-        if self.tensorboard is None:
-            from lightning.fabric.loggers import TensorBoardLogger
+        root = self.folder.path / "tensorboard"
+        with writing(root):
+            if self.tensorboard is None:
+                from lightning.fabric.loggers import TensorBoardLogger
 
-            root = self.folder.path / "tensorboard"
-            self.tensorboard = TensorBoardLogger(root_dir=root, name="", version="")
-        numbers = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
-        self.tensorboard.log_metrics(numbers, step=row["iteration"])
+                self.tensorboard = TensorBoardLogger(root_dir=root, name="", version="")
+            numbers = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
+            self.tensorboard.log_metrics(numbers, step=row["iteration"])
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

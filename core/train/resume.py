@@ -5,14 +5,20 @@ everything that shapes what comes next: the estimator's baselines, the sampler, 
 (pool, ratings, exploitability history), the rewards, the objective, every callback, the
 reference policy, the RNG states and the loop's counters. Entries added since the first
 release are optional on load, so older run folders still resume.
+
+A resume never loses work: it continues from the newest checkpoint that is complete and
+loads, says which damaged ones it passed over (they are set aside, not deleted), and starts
+over only when the run certainly never wrote a checkpoint.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.train import checkpoint
+from selfplay.core.train.run_folder import config_text
 
 
 def save(trainer: Any, iteration: int) -> None:
@@ -39,10 +45,47 @@ def save(trainer: Any, iteration: int) -> None:
     else:
         state["model"] = t.model
     state.update(t.reference.state_dict())
-    checkpoint.save(t.fabric, t.shared_path, iteration, state)
+    files = {checkpoint.CONFIG: config_text(t.config)}
+    checkpoint.save(t.fabric, t.shared_path, iteration, state, files)
     t.league.after_checkpoint()
     if t.main:
         t.league.write_reports()
+
+
+def checkpoints(trainer: Any) -> checkpoint.Found:
+    """The checkpoints of the run folder being resumed; raises when some were written but
+    none is complete (then nothing is changed: the user decides)."""
+    folder = Path(trainer.config.resume)
+    found = checkpoint.scan(folder)
+    for path, why in found.damaged:
+        trainer._say(f"warning: the checkpoint {path} is damaged ({why}); passing over it.")
+    if found.complete or found.never:
+        return found
+    raise checkpoint.CheckpointError(
+        f"{folder} holds checkpoints but none is complete ({found.report() or 'none found'}); "
+        "nothing was changed. Restore a checkpoint folder from a backup, or start a new run."
+    )
+
+
+def restore_newest(trainer: Any, found: checkpoint.Found) -> Path:
+    """Restore the newest complete checkpoint that loads, falling back to older ones."""
+    for path in found.complete:
+        try:
+            restore(trainer, path)
+        except checkpoint.UnreadableCheckpoint as err:
+            trainer._say(f"warning: {err} Trying the one before.")
+            found.damaged.append((path, "it does not load"))
+            continue
+        if found.damaged:
+            trainer._say(f"Resuming from {path.name}, the newest complete checkpoint.")
+        if trainer.main:
+            for moved in checkpoint.set_aside(found):
+                trainer._say(f"The damaged checkpoint is kept as {moved}; delete it at will.")
+        return path
+    raise checkpoint.CheckpointError(
+        f"No checkpoint of {trainer.config.resume} loads ({found.report()}); nothing was "
+        "changed. Restore a checkpoint folder from a backup, or start a new run."
+    )
 
 
 def restore(trainer: Any, path: Any) -> None:

@@ -5,19 +5,28 @@ metrics.csv       one row per iteration
 episodes.jsonl    every match, one JSON line each
 checkpoints/      resumable state (see core/train/checkpoint.py)
 tensorboard/      the same metrics for TensorBoard
+
+A write that fails (a full disk, a read-only folder) raises a StorageError naming the file
+and the space left; what was written up to the last checkpoint stays readable and resumable.
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from selfplay.core.config import ConfigError, RunConfig
+from selfplay.api.types import Episode
+from selfplay.core.config import ConfigError, RunConfig, explain
+from selfplay.core.train.checkpoint import CONFIG, StorageError, free_space, scan
+from selfplay.core.train.episode_log import write_episodes
 
 
 @dataclass
@@ -37,10 +46,18 @@ class RunFolder:
         return self.path / "config.yaml"
 
     def write_config(self, config: RunConfig) -> None:
-        data = config.model_dump(mode="json", exclude={"resume"})
-        self.config.write_text(yaml.safe_dump(data, sort_keys=False))
+        with writing(self.config):
+            self.config.write_text(config_text(config))
+
+    def append_episodes(self, episodes: Iterable[Episode]) -> None:
+        with writing(self.episodes):
+            write_episodes(self.episodes, episodes)
 
     def append_metrics(self, row: dict[str, Any]) -> None:
+        with writing(self.metrics):
+            self._append_metrics(row)
+
+    def _append_metrics(self, row: dict[str, Any]) -> None:
         rows = self.read_metrics() if self.metrics.exists() else []
         header = list(rows[0]) if rows else []
         if any(key not in header for key in row):  # a new column (e.g. the first eval)
@@ -58,12 +75,16 @@ class RunFolder:
             return list(csv.DictReader(f))
 
     def truncate(self, iteration: int, episodes_bytes: int) -> None:
-        """Forget what a killed run wrote after its last checkpoint (``iteration``)."""
+        """Forget what a killed run wrote after its last checkpoint (``iteration``).
+
+        A row cut short by a failed write (a full disk) is dropped too.
+        """
         if self.metrics.exists():
-            rows = [r for r in self.read_metrics() if int(r["iteration"]) <= iteration]
-            self._rewrite(rows)
-        if self.episodes.exists():
-            with self.episodes.open("r+b") as f:
+            with writing(self.metrics):
+                rows = [r for r in self.read_metrics() if _row_iteration(r) <= iteration]
+                self._rewrite(rows)
+        if self.episodes.exists() and self.episodes_size() > episodes_bytes:
+            with writing(self.episodes), self.episodes.open("r+b") as f:
                 f.truncate(episodes_bytes)
 
     def episodes_size(self) -> int:
@@ -79,6 +100,34 @@ class RunFolder:
             writer.writeheader()
             writer.writerows(rows)
         tmp.replace(self.metrics)
+
+
+def _row_iteration(row: dict[str, Any]) -> float:
+    """A row's iteration; infinity for a row that a failed write cut short."""
+    try:
+        complete = None not in row.values() and None not in row
+        return int(row["iteration"]) if complete else float("inf")
+    except (KeyError, TypeError, ValueError):
+        return float("inf")
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn a failed write of ``path`` into a StorageError that says what to do."""
+    try:
+        yield
+    except OSError as err:
+        raise StorageError(
+            f"Cannot write {path}: {err.strerror or err} ({free_space(path.parent)} free "
+            "there). The run stops; everything up to its last checkpoint is kept: free space "
+            "(or make the folder writable) and continue with --resume."
+        ) from None
+
+
+def config_text(config: RunConfig) -> str:
+    """The run's resolved config as config.yaml holds it (every checkpoint keeps a copy)."""
+    data = config.model_dump(mode="json", exclude={"resume"})
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def make_run_folder(config: RunConfig) -> RunFolder:
@@ -107,8 +156,54 @@ def resume_config(folder: Path, iterations: int | None, changed: dict[str, Any])
             f"--resume continues {folder} with its saved config; only --iterations may change "
             f"(also given: {keys}). Start a new run to change them."
         )
-    data = yaml.safe_load(path.read_text())
+    data = read_config_data(Path(folder))
     if iterations is not None:
         data["iterations"] = iterations
-    config = RunConfig.model_validate(data)
+    config = validate_config(Path(folder), data)
     return config.model_copy(update={"resume": Path(folder)})
+
+
+def read_config(folder: Path) -> RunConfig:
+    """The config.yaml of the run folder ``folder``, checked; a damaged one is a ConfigError
+    that says where the checkpoints keep a copy."""
+    return validate_config(Path(folder), read_config_data(Path(folder)))
+
+
+def read_config_data(folder: Path) -> dict[str, Any]:
+    path = folder / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(
+            f"{path} is not valid YAML ({_yaml_problem(err)}).{_repair(folder)}"
+        ) from None
+    except OSError as err:
+        raise StorageError(f"Cannot read {path}: {err.strerror or err}.") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds no settings (it is empty or damaged).{_repair(folder)}")
+    return data
+
+
+def _yaml_problem(err: Exception) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).strip().splitlines()[0]
+    return f"{problem} at line {mark.line + 1}" if mark is not None else problem
+
+
+def validate_config(folder: Path, data: dict[str, Any]) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(
+            f"{folder / 'config.yaml'} is not a config this selfplay can read: {explain(err)}"
+            f"{_repair(folder)}"
+        ) from None
+
+
+def _repair(folder: Path) -> str:
+    """How to put back a damaged config.yaml from the copy its newest checkpoint keeps."""
+    for checkpoint in scan(folder).complete:
+        copy = checkpoint / CONFIG
+        if copy.is_file():
+            return f" Its checkpoint {checkpoint.name} keeps a copy: cp {copy} {folder / CONFIG}"
+    return " Restore it from a backup, or start a new run."

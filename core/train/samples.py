@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.reward import EpisodeScores, RoleScores
+from selfplay.api.tasks import ReferenceAnswers
 from selfplay.api.types import Episode
 
 
@@ -61,6 +65,7 @@ def episode_samples(
                     episode=index,
                     parts=_parts(scored, turn.role, i, gamma_k, penalty),
                     opponent=_opponents(episode, turn.role),
+                    turn=i,
                 )
             )
         samples.extend(reversed(mine))
@@ -83,6 +88,85 @@ def _parts(
     return parts
 
 
+def finite_samples(samples: Sequence[Sample]) -> tuple[list[Sample], list[Sample]]:
+    """(the samples whose return is a finite number, the others).
+
+    One NaN or infinite score (a reward's bug, an overflow) must never reach the estimator:
+    its baselines would carry it into every later advantage and into every checkpoint.
+    """
+    kept: list[Sample] = []
+    dropped: list[Sample] = []
+    for sample in samples:
+        finite = math.isfinite(sample.reward)
+        finite = finite and all(math.isfinite(v) for v in sample.parts.values())
+        (kept if finite else dropped).append(sample)
+    return kept, dropped
+
+
+def finite_advantages(advantages: Sequence[float | None]) -> tuple[list[float | None], int]:
+    """Advantages with every non-finite one dropped (None), and how many were."""
+    kept = [a if a is None or math.isfinite(a) else None for a in advantages]
+    return kept, sum(1 for a in advantages if a is not None and not math.isfinite(a))
+
+
 def _opponents(episode: Episode, role: str) -> str:
     """The holders of the match's other seats, e.g. ``scripted:minimax``, sorted."""
     return "+".join(sorted(holder for r, holder in episode.seats.items() if r != role))
+
+
+def answer_encoder(learner: Any) -> Callable[[str], tuple[int, ...]] | None:
+    """Text -> answer token ids ending with end-of-sequence, in the learner's tokenizer.
+
+    For answers the learner did not write (a reference answer), scored like a sample.
+    """
+    tokenizer = getattr(learner, "tokenizer", None)
+    if tokenizer is None:
+        return None
+    from selfplay.core.train.cold_start import eos_id
+
+    stop = eos_id(learner)
+
+    def encode(text: str) -> tuple[int, ...]:
+        return (*tokenizer(text, add_special_tokens=False)["input_ids"], stop)
+
+    return encode
+
+
+def reference_answers(game: Any, episodes: Sequence[Episode]) -> Callable[[Sample], Any] | None:
+    """``sample -> the game's reference answer to its task``, for games that know one."""
+    if not isinstance(game, ReferenceAnswers):
+        return None
+
+    def reference(sample: Sample) -> str | None:
+        state = game.State.model_validate(episodes[sample.episode].state)
+        return game.reference_answer(state, sample.role)
+
+    return reference
+
+
+MAX_UNSCORED = 3
+
+
+class NothingToLearn(ConfigError):
+    """Several iterations in a row gave no learner turn a score: the run cannot learn."""
+
+
+def unscored_message(iteration: int, streak: int, reward: Any) -> str:
+    """Why nothing was scored, from the rewards' counters (unreadable judge answers)."""
+    metrics = reward.metrics()
+    reasons = []
+    for key, asked in metrics.items():
+        if key.endswith("/asked") and asked:
+            unreadable = metrics.get(key.replace("/asked", "/unparsable"), 0)
+            term = key.split("/")[1]
+            reasons.append(
+                f"{int(unreadable)} of {int(asked)} {term} answers were unreadable "
+                f"(reward/{term}/unparsable): that judge model does not answer in the form "
+                f'"Score: N" — judge with a larger model (reward_options.{term}.model, e.g. '
+                "--model smollm2-135m with model=learner) or use another reward"
+            )
+    why = "; ".join(reasons) or "every reward gave None (does not apply) to every learner turn"
+    return (
+        f"Iteration {iteration}: no learner turn got a score in {streak} iterations in a row, "
+        f"so nothing can be learned: {why}. Stopping; the matches are in episodes.jsonl."
+    )

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from selfplay.api.errors import ConfigError
+from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
 from selfplay.api.policy import Policy, ScriptedPolicy
 from selfplay.api.sampler import LEARNER, OpponentSampler, is_snapshot
@@ -56,11 +56,15 @@ def seat_matches(
     plays its own share, so the run's randomness does not depend on the number of processes.
     """
     seatings, seeds = [], []
+    name = getattr(sampler, "name", type(sampler).__name__)
     for i in range(n):
         learner_role = game.roles[i % len(game.roles)]
         seating = {}
         for role in game.roles:
-            holder = LEARNER if role == learner_role else sampler.sample(members, rng)
+            holder = LEARNER
+            if role != learner_role:
+                with blame(f"Opponent sampler {name!r}, choosing an opponent,"):
+                    holder = sampler.sample(members, rng)
             seating[role] = seats.policy(holder)
         seatings.append(seating)
         seeds.append(rng.randrange(2**31))

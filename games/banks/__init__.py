@@ -33,6 +33,7 @@ class Problem:
     problem: str
     answer: str
     split: str
+    solution: str = ""  # a short worked answer ending with ``[answer]``
 
 
 @cache
@@ -40,7 +41,7 @@ def _topic(topic: str) -> tuple[Problem, ...]:
     text = resources.files("selfplay.games").joinpath("data", f"{topic}.jsonl").read_text("utf-8")
     records = [json.loads(line) for line in text.splitlines() if line.strip()]
     fields = Problem.__slots__
-    return tuple(Problem(**{k: r[k] for k in fields}) for r in records)
+    return tuple(Problem(**{k: r[k] for k in fields if k in r}) for r in records)
 
 
 def load_bank(topic: str = "all", split: Split = "train") -> list[Problem]:

@@ -8,7 +8,9 @@ all of it marked ``transfer`` (never trained on, to see whether what was learnt 
 Every answer is computed with sympy from the numbers drawn, and each record carries a
 ``check``: the expression (or the two sides of the equation, in ``x``) the answer must
 satisfy, written in the math verifier's grammar so a test can re-check it with the verifier's
-own safe parser. The generator is seeded: running it again writes the same bytes.
+own safe parser, and a ``solution``: a short worked answer ending with the answer in the
+games' ``[answer]`` form (a reference for SPIN's chosen side and STaR's hint). The generator
+is seeded: running it again writes the same bytes.
 """
 
 from __future__ import annotations
@@ -158,6 +160,13 @@ MAKERS: dict[str, Callable[[random.Random, int], Item]] = {
 }
 
 
+def solution_of(check: dict[str, str], answer: str) -> str:
+    """The worked answer: the computation with its result, then ``[answer]``."""
+    if "expression" in check:
+        return f"{check['expression']} = {answer} [{answer}]"
+    return f"{check['lhs']} = {check['rhs']} gives x = {answer} [{answer}]"
+
+
 def split_of(topic: str, index: int) -> str:
     if topic == TRANSFER_TOPIC:
         return "transfer"
@@ -184,6 +193,7 @@ def build_topic(topic: str, count: int = PER_TOPIC, seed: int = SEED) -> list[di
                 "problem": problem,
                 "answer": show(answer),
                 "check": check,
+                "solution": solution_of(check, show(answer)),
                 "split": split_of(topic, index),
             }
         )

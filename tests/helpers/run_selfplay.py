@@ -1,4 +1,5 @@
-"""Runs `selfplay` with the test callbacks and rewards below registered as a built-in plugin.
+"""Runs `selfplay` with the test callbacks and rewards below registered as a built-in plugin,
+and the faulty plug-ins of fault_plugins.py as another.
 
 Used as a script (not `python -c`) so that Lightning's DDP launcher can start it again for
 the second process. Usage: python tests/helpers/run_selfplay.py run --game ... --set ...
@@ -85,7 +86,14 @@ def register_rewards(register):
 if __name__ == "__main__":
     torch.set_num_threads(1)
     sys.modules["selfplay_test_plugin"] = sys.modules[__name__]
-    manager.DEFAULT_PLUGINS = (*manager.DEFAULT_PLUGINS, "selfplay_test_plugin")
+    import fault_plugins  # beside this script: the fault suite's faulty plug-ins
+
+    sys.modules["selfplay_fault_plugin"] = fault_plugins
+    manager.DEFAULT_PLUGINS = (
+        *manager.DEFAULT_PLUGINS,
+        "selfplay_test_plugin",
+        "selfplay_fault_plugin",
+    )
     from selfplay.core.commands.cli import main
 
     sys.exit(main(sys.argv[1:]))

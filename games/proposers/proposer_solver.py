@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
-from selfplay.games.math_tasks import (
+from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
     format_proposal,
@@ -35,6 +35,7 @@ from selfplay.games.math_tasks import (
     pick,
     wrong_answer,
 )
+from selfplay.games.verified import game_verifier
 
 ROLES = ("proposer", "solver")
 VOID = ("timeout", "error")
@@ -205,21 +206,7 @@ class ProposerSolverGame(Game):
 
     def verify(self, candidate: str, reference: str | None) -> str:
         """``pass``/``fail``/``timeout``/``error`` from the configured verifier."""
-        return self.checker().verify(candidate, reference or "").status
-
-    def checker(self) -> Any:
-        """The configured verifier: from the run's factory, else from the registry; made once."""
-        made = getattr(self, "_checker", None)
-        if made is None:
-            name, options = self.options.verifier, dict(self.options.verifier_options)
-            if self.verifiers is not None:
-                made = self.verifiers(name, options)
-            else:
-                from selfplay.plugins.manager import registries
-
-                made = registries().verifiers.get(name)(**options)
-            self._checker = made
-        return made
+        return game_verifier(self).verify(candidate, reference or "").status
 
     def result(self, state: ProposerSolverState) -> Payoffs | None:
         if state.phase != "done":

@@ -14,8 +14,8 @@ reference answer and grades its rigor. The recommended reward is::
 proposer states the reference answer). With ``--set callbacks=[task-schedule]`` the requested
 difficulty follows the solver's win rate (×1.2 above 70%, ×0.8 below 30%), fresh seed
 problems join every 10 iterations (5% of the bank) and seeds are drawn by the pass-rate
-curriculum; see `selfplay.games.task_schedule`. Without the callback the difficulty stays at
-``difficulty`` and the seed pool at its start.
+curriculum; see `selfplay.games.proposers.task_schedule`. Without the callback the
+difficulty stays at ``difficulty`` and the seed pool at its start.
 
 Options ``max_questions`` (0 here) and ``validity_check`` (off here) are shared with
 math-proposer-solver and may be turned on.
@@ -30,10 +30,10 @@ from pydantic import Field
 
 from selfplay.api.types import Message
 from selfplay.games.banks import load_bank
-from selfplay.games.math_proposer_solver import MathProposerSolverOptions
-from selfplay.games.math_tasks import PROPOSAL_FORMAT
-from selfplay.games.proposer_solver import ProposerSolverGame, ProposerSolverState
-from selfplay.games.task_schedule import TaskSchedule
+from selfplay.games.proposers.math_proposer_solver import MathProposerSolverOptions
+from selfplay.games.proposers.math_tasks import PROPOSAL_FORMAT
+from selfplay.games.proposers.proposer_solver import ProposerSolverGame, ProposerSolverState
+from selfplay.games.proposers.task_schedule import TaskSchedule
 from selfplay.plugins.hookspecs import hookimpl
 
 RULES = (

@@ -26,7 +26,7 @@ from typing import Any
 from selfplay.api.band import BandController
 from selfplay.api.types import Episode
 from selfplay.games.banks import Problem
-from selfplay.games.curriculum import PassRateCurriculum
+from selfplay.games.proposers.curriculum import PassRateCurriculum
 
 
 class TaskSchedule:

@@ -8,7 +8,7 @@ cannot solve is invalid and pays it −1, the solver 0. The solver may ask up to
 (``[reply: ...]``) or declines; questions asked are the game's ``questions`` signal (hint
 requests, for a game-signal reward). The solver's final answer, ``[42]``, is checked by the
 verifier against the proposer's answer: solved → solver +1, proposer −1; otherwise the
-reverse. See `selfplay.games.proposer_solver` for the full rules and the void match.
+reverse. See `selfplay.games.proposers.proposer_solver` for the full rules and the void match.
 
 Topics come from the training part of the bank; the transfer topic (percentages) is never
 offered, so the ``transfer`` split of the task evaluation (selfplay.api.tasks) measures
@@ -23,8 +23,8 @@ from pydantic import Field, field_validator
 
 from selfplay.api.types import Message
 from selfplay.games.banks import TRAINING_TOPICS, TRANSFER_TOPIC, load_bank
-from selfplay.games.math_tasks import PROPOSAL_FORMAT, format_proposal
-from selfplay.games.proposer_solver import (
+from selfplay.games.proposers.math_tasks import PROPOSAL_FORMAT, format_proposal
+from selfplay.games.proposers.proposer_solver import (
     ProposerSolverGame,
     ProposerSolverOptions,
     ProposerSolverState,

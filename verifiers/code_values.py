@@ -1,0 +1,130 @@
+"""Plain values across the sandbox wall: a tagged JSON form, decoded strictly by the parent.
+
+The sandbox returns what a program's functions returned; the trusted parent compares those
+values with expected ones that never enter the sandbox. Everything that crosses back is
+written by a process the program controls, so the parent trusts only this: what it decodes
+is plain data built by its own decoder from builtin types, never an object with the
+program's methods. A forged message can therefore claim any plain value, which is no more
+than the program could have returned honestly; it cannot claim a pass.
+
+The form, one JSON value per Python value (exact types only; a subclass is not plain):
+``["none"]``, ``["bool", true]``, ``["int", "12"]`` (decimal text, so size is bounded by the
+message, not by JSON numbers), ``["float", "0x1.8p+1"]`` (``float.hex``, exact, with ``inf``
+and ``nan``), ``["str", "..."]``, ``["bytes", "<hex>"]``, ``["list", [...]]``,
+``["tuple", [...]]``, ``["set", [...]]``, ``["frozenset", [...]]``,
+``["dict", [[key, value], ...]]``. Anything else does not decode: ``ValueError``.
+
+``read_literal`` reads a value a model wrote (``[1, 2]``, ``'abc'``, ``(3, -1)``) with the
+standard library's literal parser, which builds literals and never runs code; its input is
+bounded so that parsing is cheap.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+MAX_DEPTH = 40
+MAX_NODES = 100_000
+MAX_INT_DIGITS = 4000
+MAX_LITERAL_CHARS = 2000
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """The tagged form of a plain ``value``; ValueError for anything that is not plain."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value is nested deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if value is None:
+        return ["none"]
+    if kind is bool:
+        return ["bool", value]
+    if kind is int:
+        return ["int", str(value)]
+    if kind is float:
+        return ["float", value.hex()]
+    if kind is str:
+        return ["str", value]
+    if kind is bytes:
+        return ["bytes", value.hex()]
+    if kind in (list, tuple, set, frozenset):
+        items = sorted(value, key=repr) if kind in (set, frozenset) else value
+        return [kind.__name__, [encode(item, depth + 1) for item in items]]
+    if kind is dict:
+        return ["dict", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]]
+    raise ValueError(f"a {kind.__name__} is not a plain value")
+
+
+def decode(data: Any) -> Any:
+    """The value of a tagged form; ValueError for anything malformed, oversized or unhashable."""
+    budget = [MAX_NODES]
+    try:
+        return _decode(data, 0, budget)
+    except (TypeError, OverflowError, RecursionError) as err:
+        raise ValueError(f"malformed value: {type(err).__name__}") from None
+
+
+def dumps(value: Any) -> str:
+    """The tagged form as compact JSON text (what game states store)."""
+    return json.dumps(encode(value), separators=(",", ":"))
+
+
+def loads(text: str) -> Any:
+    return decode(json.loads(text))
+
+
+def _decode(data: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise ValueError("the value is too large or too deeply nested")
+    if not isinstance(data, list) or not data or not isinstance(data[0], str):
+        raise ValueError("malformed value")
+    tag, rest = data[0], data[1:]
+    if tag == "none" and not rest:
+        return None
+    if len(rest) != 1:
+        raise ValueError(f"malformed {tag!r} value")
+    payload = rest[0]
+    if tag == "bool" and type(payload) is bool:
+        return payload
+    if tag == "int" and type(payload) is str:
+        return _integer(payload)
+    if tag == "float" and type(payload) is str:
+        return float.fromhex(payload)
+    if tag == "str" and type(payload) is str:
+        return payload
+    if tag == "bytes" and type(payload) is str:
+        return bytes.fromhex(payload)
+    if tag in CONTAINERS and type(payload) is list:
+        return CONTAINERS[tag](_decode(item, depth + 1, budget) for item in payload)
+    if tag == "dict" and type(payload) is list:
+        return dict(_pair(item, depth, budget) for item in payload)
+    raise ValueError(f"malformed {tag!r} value")
+
+
+def _pair(item: Any, depth: int, budget: list[int]) -> tuple[Any, Any]:
+    if type(item) is not list or len(item) != 2:
+        raise ValueError("malformed dict entry")
+    return _decode(item[0], depth + 1, budget), _decode(item[1], depth + 1, budget)
+
+
+def _integer(text: str) -> int:
+    digits = text.removeprefix("-")
+    if not digits.isdigit() or not digits.isascii() or len(digits) > MAX_INT_DIGITS:
+        raise ValueError("malformed int value")
+    return int(text)
+
+
+def read_literal(text: str) -> Any:
+    """A plain value written as a Python literal; ValueError naming the problem otherwise."""
+    if len(text) > MAX_LITERAL_CHARS:
+        raise ValueError(f"the value is {len(text)} characters long; at most {MAX_LITERAL_CHARS}")
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        problem = f"{text.strip()[:60]!r} is not a Python literal ({type(err).__name__})"
+        raise ValueError(problem) from None
+    encode(value)  # complex numbers and the like are not plain
+    return value
