@@ -74,10 +74,13 @@ class RewardContext:
 
     ``policy(name, max_new_tokens=None)`` returns a Policy by name: ``"learner"``, the
     learner's frozen ``"reference"``, a registered model name or a local model folder.
+    ``device`` is the run's torch device (``"cuda:0"``), where a reward that runs a model of
+    its own (a reward model) puts it; None means the CPU.
     """
 
     game: Game | None = None
     policy: Callable[..., Policy] | None = None
+    device: str | None = None
 
 
 class Reward(ABC):

@@ -24,6 +24,7 @@ DEFAULT_PLUGINS = (
     "selfplay.rewards.judge",
     "selfplay.rewards.quality",
     "selfplay.rewards.verdict",
+    "selfplay.rewards.reward_model",
     "selfplay.verifiers.math_verifier",
     "selfplay.verifiers.basic",
     "selfplay.verifiers.code_verifier",

@@ -146,7 +146,9 @@ class Trainer:
         from selfplay.core.models.reward_models import RewardModels
 
         models = RewardModels(config, self.learner, self.reference)
-        self.reward.bind(RewardContext(game=self.game, policy=models))
+        self.reward.bind(
+            RewardContext(game=self.game, policy=models, device=str(self.fabric.device))
+        )
         path = self.folder.path if self.folder else config.resume or config.out
         self.shared_path = shared = Path(self._shared_folder(path))
         store = SnapshotStore(shared / "pool", self.learner, config.lora.enabled, self.main)
