@@ -1,4 +1,5 @@
-"""The math verifier: injection payloads, pathological inputs, equivalence traps, fuzzing."""
+"""The math verifier: injection payloads, pathological inputs, equivalence traps, fuzzing,
+non-answers that must never pass, and the forms of a right answer that must."""
 
 from __future__ import annotations
 
@@ -205,3 +206,144 @@ def expressions(depth: int = 3) -> st.SearchStrategy[str]:
 @given(expression=expressions())
 def test_fuzz_every_grammatical_answer_equals_itself(verifier, expression):
     assert verifier.verify(rf"\boxed{{{expression}}}", expression).status == "pass"
+
+
+# ---- the extraction rule: only an explicit answer span counts ---------------------------------
+
+# (text, reference): none of these states the reference as its answer, so none may pass.
+NON_ANSWERS = [
+    ("I cannot solve this.\nSee page 1", "1"),
+    ("The results are in /home/user1/run1/metrics.csv", "1"),
+    ("see /tmp/1/x", "1"),
+    ("Saved to runs/1/out.txt\nDone.", "1"),
+    ("Step 1: read the problem.\nStep 2: think about it.", "2"),
+    ("There are 3 cases and I am not sure which one holds.", "3"),
+    ("I think it is 42\nbut maybe 41", "41"),
+    ("The answer is not 1", "1"),
+    ("answer: 1 or 2", "1"),
+    ("answer: probably 7, I am unsure", "7"),
+    ("1==1", "1"),
+    ("1=1", "1"),
+    ("x = 1 = 1", "1"),
+    ("1 2", "12"),
+    ("1 2", "2"),
+    (r"\boxed{}", "0"),
+    (r"\boxed{1} was my first guess", "2"),
+    ("", "0"),
+    ("Answer:", "1"),
+    ("x", "1"),
+    ("page 7 of 10", "10"),
+    ("-\\infty", "\\infty"),
+    ("1 < x < 2", "(1, 2)"),  # an interval is asked for: restating the inequality is refused
+    ("(1, 2)", "[1, 2]"),
+    ("[1, 2)", "[1, 2]"),
+    ("(1, 2)", r"\{1, 2\}"),
+    ("(2, 1)", "(1, 2)"),
+    (r"\{1, 2, 3\}", r"\{1, 2\}"),
+    ("x < 3", "x <= 3"),
+    ("x > 3", "x < 3"),
+    ("-2x < -6", "x < 3"),
+    ("y = 2x", "y = 3x"),
+    ("3+4i", "3-4i"),
+    ("50%", "5"),
+    (r"\binom{5}{2}", "20"),
+    (r"\frac{1}{3}", "0.33"),
+]
+
+# (candidate, reference): the same answer written two ways; each must pass in both roles.
+ACCEPTED_FORMS = [
+    (r"\frac12", "1/2"),
+    (r"\frac{1}{2}", "0.5"),
+    (r"\dfrac{1}{2}", r"\tfrac12"),
+    (r"1\,000", "1000"),
+    (r"1{,}000", "1000"),
+    ("1,000,000", "10^6"),
+    (r"\text{3}", "3"),
+    (r"\mathrm{5}", "5"),
+    (r"\binom{5}{2}", "10"),
+    (r"\binom{n}{k}", r"\dbinom{n}{k}"),
+    ("i^2", "-1"),
+    ("3+4i", "4i+3"),
+    (r"\sqrt{-4}", "2i"),
+    ("(1, 2)", r"\left(1,2\right)"),
+    ("(1, -2, 3)", "(1,-2,3)"),
+    (r"\{1, 2\}", r"\{2, 1\}"),
+    ("{3, 1, 2}", r"\{1, 2, 3\}"),
+    ("2, -3", "-3, 2"),
+    ("x = 2, x = -3", r"\{-3, 2\}"),
+    (r"\{5\}", "5"),
+    ("[1, 2]", r"\left[1, 2\right]"),
+    ("(0, 1]", r"\left(0, 1\right]"),
+    (r"[-1, \infty)", r"[-1, \infty)"),
+    (r"(-\infty, 1) \cup (2, \infty)", r"(2, \infty) \cup (-\infty, 1)"),
+    ("(1, 2)", r"\left(1, 2\right)"),
+    ("x < 3", "3 > x"),
+    (r"x \le 3", "x <= 3"),
+    (r"1 \le x < 2", "2 > x >= 1"),
+    ("2x < 6", "x < 3"),
+    ("x^2 + y^2 = 1", "2x^2 + 2y^2 = 2"),
+    (r"\infty", "oo"),
+    ("50%", r"50\%"),
+    ("50 percent", "50%"),
+    (r"\sqrt{2}", "sqrt(2)"),
+    (r"\sqrt2", "2^(1/2)"),
+    (r"\sqrt[3]{8}", "2"),
+    ("2^{10}", "1024"),
+    ("x^2", "x*x"),
+    (r"2\frac{1}{2}", "5/2"),
+    (r"\frac{1}{2} + \sqrt{3}", "sqrt(3) + 0.5"),
+    (r"\pi", "π"),
+    ("−3", "-3"),
+    ("5 cm", "5"),
+    ("10 dollars", "10"),
+    ("x = 5", "5"),
+    (r"$\frac{3}{4}$", "0.75"),
+    ("|−3|", "3"),
+    (r"\boxed{3\sqrt{2}}", "sqrt(18)"),
+]
+
+# (candidate, reference): accepted in this direction only (see math_equivalence).
+ONE_WAY = [
+    ("(1, 2)", "1 < x < 2"),
+    (r"(-\infty, 3]", r"x \le 3"),
+    (r"[3, \infty)", "x >= 3"),
+    ("50%", "0.5"),
+    ("50%", "50"),
+    ("0.75", r"75\%"),
+    ("75", r"75\%"),
+]
+
+
+@pytest.mark.parametrize("text,reference", NON_ANSWERS, ids=range(len(NON_ANSWERS)))
+def test_non_answers_never_pass(verifier, text, reference):
+    assert verifier.verify(reference, reference).status == "pass"  # the reference is sound
+    verdict = verifier.verify(text, reference)
+    assert verdict.status == "fail", verdict
+
+
+@pytest.mark.parametrize("one,other", ACCEPTED_FORMS, ids=range(len(ACCEPTED_FORMS)))
+def test_accepted_forms_pass_as_answer_and_as_reference(verifier, one, other):
+    assert verifier.verify(one, other).status == "pass", (one, other)
+    assert verifier.verify(other, one).status == "pass", (other, one)
+    assert verifier.verify(rf"The final answer is $\boxed{{{one}}}$.", other).status == "pass"
+
+
+@pytest.mark.parametrize("candidate,reference", ONE_WAY, ids=range(len(ONE_WAY)))
+def test_one_way_forms(verifier, candidate, reference):
+    assert verifier.verify(candidate, reference).status == "pass"
+
+
+def test_the_answer_span_rule(verifier):
+    bracket = r"\[([^\[\]\n]{1,40})\]"
+    assert verifier.verify("so I answer [7] now", "7", answer_pattern=bracket).status == "pass"
+    assert verifier.verify("so I answer [7] now", "7").status == "fail"
+    boxed_then_span = r"\boxed{3} and then [7]"
+    assert verifier.verify(boxed_then_span, "7", answer_pattern=bracket).status == "pass"
+    assert verifier.verify(boxed_then_span, "3").status == "pass"
+    long_work = "Let me work.\n" * 5 + "So the final answer is 12."
+    assert verifier.verify(long_work, "12").status == "pass"
+    assert verifier.verify(long_work.replace("So the final answer is", "I got"), "12").status == (
+        "fail"
+    )
+    assert verifier.verify("Answer: 5\nthen more prose 6", "5").status == "pass"
+    assert verifier.verify("42\n", "42").status == "pass"
