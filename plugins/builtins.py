@@ -11,6 +11,7 @@ DEFAULT_PLUGINS = (
     "selfplay.games.debate",
     "selfplay.games.math_solver",
     "selfplay.games.instruct",
+    "selfplay.games.judged_solver",
     "selfplay.games.challenger_solver",
     "selfplay.games.proposers.math_proposer_solver",
     "selfplay.games.proposers.proposer_solver_judge",
