@@ -15,6 +15,7 @@ DEFAULT_PLUGINS = (
     "selfplay.games.challenger_solver",
     "selfplay.games.proposers.math_proposer_solver",
     "selfplay.games.proposers.proposer_solver_judge",
+    "selfplay.games.proposers.code_proposer_solver",
     "selfplay.core.models.builtin",
     "selfplay.rewards.outcome",
     "selfplay.rewards.format",
