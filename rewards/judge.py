@@ -13,6 +13,18 @@ The judge model is ``reference`` (the learner's frozen starting point; the defau
 learner cannot talk its own judge up), ``learner`` (the model judges itself, as in
 Self-Rewarding LMs), or a registered model name or local model folder. An answer the parser
 cannot read is masked (``None``) and counted (``unparsable``), never scored 0.
+
+Judges can be played (benchmarks/judge_probe.py measures it): an answer that tells the judge
+what to score, a longer answer, a copy of the task. Three options guard against that, each
+off by default:
+- ``strip_self_assessment``: sentences that address the judge or claim a score or their own
+  correctness are removed from every answer before the judge reads it (counted: ``stripped``);
+- ``max_prompt_overlap``: an answer whose word trigrams are at least this share copies of its
+  task is not judged: in ``scope=turn`` it scores 0, elsewhere the judge reads a note that
+  the answer repeated the task (counted: ``copies``);
+- ``length_penalty``: each score loses this much per 100 characters that the scored role's
+  text (its turn, or its turns in the match) runs beyond ``length_free`` characters, so length
+  alone buys nothing.
 """
 
 from __future__ import annotations
@@ -24,10 +36,11 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from selfplay.api.reward import Reward, RewardError, RewardOptions, RoleScores, TurnScores
-from selfplay.api.types import Episode, Message, Role
+from selfplay.api.types import Episode, Message, Role, Turn
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.rewards import judge_prompts as prompts
 
+COPY_NOTE = "(no answer: this text repeated the task it was given)"
 DEFAULT_TEMPLATES = {
     ("pointwise", "transcript"): "judge_transcript",
     ("pointwise", "turn"): "judge_turn",
@@ -48,6 +61,21 @@ class JudgeModelOptions(RewardOptions):
         default=2000, ge=1, description="Each text shown to the judge keeps its last N chars."
     )
     greedy: bool = Field(default=True, description="Judge greedily (else sample).")
+    strip_self_assessment: bool = Field(
+        default=False, description="Drop sentences that address the judge or claim a score."
+    )
+    max_prompt_overlap: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Answers copying this share of the task aren't judged.",
+    )
+    length_penalty: float = Field(
+        default=0.0, ge=0, description="Score lost per 100 characters beyond length_free."
+    )
+    length_free: int = Field(
+        default=300, ge=0, description="Characters an answer may use before length_penalty."
+    )
 
 
 class JudgeOptions(JudgeModelOptions):
@@ -91,7 +119,7 @@ class Judge(Reward):
         )
         self.per_turn = self.scope == "turn"
         self.models = frozenset([opts.model])
-        self._counts = dict.fromkeys(("asked", "unparsable"), 0)
+        self._counts = dict.fromkeys(("asked", "unparsable", "stripped", "copies"), 0)
 
     def __call__(self, episodes: Sequence[Episode]) -> list[RoleScores] | list[TurnScores]:
         self._counts = dict.fromkeys(self._counts, 0)
@@ -101,7 +129,10 @@ class Judge(Reward):
             return self._pairwise(episodes)
         answers = self._ask([(ep, self._transcript_prompt(ep), 0) for ep in episodes])
         scores = [self._score(text) for text in answers]
-        return [dict.fromkeys(ep.seats, s) for ep, s in zip(episodes, scores, strict=True)]
+        return [
+            {role: self._penalised(score, ep, role) for role in ep.seats}
+            for ep, score in zip(episodes, scores, strict=True)
+        ]
 
     def counters(self) -> dict[str, float]:
         return {key: float(value) for key, value in self._counts.items()}
@@ -109,17 +140,28 @@ class Judge(Reward):
     # ---- the three ways of judging --------------------------------------------------------
 
     def _turns(self, episodes: Sequence[Episode]) -> list[TurnScores]:
+        """Each turn of the judged role(s); a copy of its task scores 0 unasked."""
+        judged = [
+            [self.applies_to(t.role) and not self._copies(t) for t in ep.turns] for ep in episodes
+        ]
         asks = [
             (ep, self._turn_prompt(ep, i), i + 1)
-            for ep in episodes
-            for i, turn in enumerate(ep.turns)
-            if self.applies_to(turn.role)
+            for ep, asked in zip(episodes, judged, strict=True)
+            for i, ask in enumerate(asked)
+            if ask
         ]
         answers = iter(self._ask(asks))
-        return [
-            [self._score(next(answers)) if self.applies_to(t.role) else None for t in ep.turns]
-            for ep in episodes
-        ]
+        results: list[TurnScores] = []
+        for ep, asked in zip(episodes, judged, strict=True):
+            row: TurnScores = []
+            for turn, ask in zip(ep.turns, asked, strict=True):
+                if not self.applies_to(turn.role):
+                    row.append(None)
+                    continue
+                score = self._score(next(answers)) if ask else 0.0
+                row.append(self._penalised(score, ep, turn.role, [turn]))
+            results.append(row)
+        return results
 
     def _pairwise(self, episodes: Sequence[Episode]) -> list[RoleScores]:
         """Which side is "A" is drawn per match from its seed: judges favour a position."""
@@ -140,7 +182,7 @@ class Judge(Reward):
                 self._counts["unparsable"] += 1
             else:
                 sign = {"A": 1.0, "B": -1.0, "tie": 0.0}[winner]
-                scores.update({a: sign, b: -sign})
+                scores.update({a: self._penalised(sign, ep, a), b: self._penalised(-sign, ep, b)})
             results.append(scores)
         return results
 
@@ -162,7 +204,7 @@ class Judge(Reward):
             dict.fromkeys(prompts.PLACEHOLDERS, ""),
             game=episode.game,
             task=prompts.task_of(episode.turns[0], limit) if episode.turns else "",
-            transcript=prompts.transcript(episode, limit),
+            transcript=prompts.transcript(episode, limit, self._shown),
             scale=str(self.scale),
             **extra,
         )
@@ -174,9 +216,41 @@ class Judge(Reward):
             game=episode.game,
             role=turn.role,
             task=prompts.task_of(turn, limit),
-            response=prompts.clip(turn.text, limit),
+            response=prompts.clip(self._shown(turn), limit),
             scale=str(self.scale),
         )
+
+    # ---- the guards (see the module doc) ---------------------------------------------------
+
+    def _shown(self, turn: Turn) -> str:
+        """The text of ``turn`` as the judge reads it."""
+        if self._copies(turn):
+            return COPY_NOTE
+        text = turn.text
+        if self.options.strip_self_assessment:
+            stripped = prompts.strip_self_assessment(text)
+            self._counts["stripped"] += stripped != text.rstrip()
+            text = stripped
+        return text
+
+    def _copies(self, turn: Turn) -> bool:
+        """Whether the turn is (mostly) a copy of what it was asked; counted once per turn."""
+        limit = self.options.max_prompt_overlap
+        if limit is None or not turn.prompt:
+            return False
+        copied = prompts.prompt_overlap(turn.text, turn.prompt[-1].content) >= limit
+        self._counts["copies"] += copied
+        return copied
+
+    def _penalised(
+        self, score: float | None, episode: Episode, role: Role, turns: list[Turn] | None = None
+    ) -> float | None:
+        """``score`` less the length penalty of ``role``'s text (its turns, or ``turns``)."""
+        if score is None or not self.options.length_penalty:
+            return score
+        chosen = turns if turns is not None else [t for t in episode.turns if t.role == role]
+        excess = max(0, sum(len(t.text) for t in chosen) - self.options.length_free)
+        return score - self.options.length_penalty * excess / 100
 
     def _ask(self, asks: list[tuple[Episode, str, int]]) -> list[str]:
         """One batched call to the judge model; ``asks`` are (episode, prompt, sub-seed)."""

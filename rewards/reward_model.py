@@ -17,8 +17,10 @@ How the pair is shown to the model: through the tokenizer's chat template when i
 ``max_length`` tokens lose their start, never the answer's end: the prompt is cut first,
 then the answer from its beginning, because what a reward model must see is how the answer
 ends. The score is the logit ``label`` (0 for the usual one-logit reward model), optionally
-through a sigmoid. Texts are scored ``batch_size`` at a time, right-padded, on the run's
-device (`RewardContext.device`; the CPU when None).
+through a sigmoid. With ``strip_self_assessment`` the answer loses its sentences that speak
+to a judge or claim a score before it is scored (see `selfplay.rewards.judge`). Texts are
+scored ``batch_size`` at a time, right-padded, on the run's device (`RewardContext.device`;
+the CPU when None).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class RewardModelOptions(RewardOptions):
     )
     label: int = Field(default=0, ge=0, description="Which logit is the score (0 for one logit).")
     sigmoid: bool = Field(default=False, description="Pass the logit through a sigmoid (0..1).")
+    strip_self_assessment: bool = Field(
+        default=False, description="Drop sentences that address a judge or claim a score."
+    )
 
 
 class RewardModel(Reward):
@@ -142,6 +147,8 @@ class RewardModel(Reward):
     ) -> dict[str, list[int]]:
         """Token ids (and type ids where the model takes them), at most ``max_length``."""
         answer = answer[-MAX_CHARS:]
+        if self.options.strip_self_assessment:
+            answer = prompts.strip_self_assessment(answer)
         limit = self.options.max_length
         if getattr(tokenizer, "chat_template", None):
             chat = [m.as_dict() for m in messages] + [{"role": "assistant", "content": answer}]
