@@ -55,3 +55,12 @@ class ReferenceAnswers(Protocol):
     def reference_answer(self, state: GameState, role: Role) -> str | None:
         """The reference completion ``role`` should have written in ``state``'s task."""
         ...
+
+
+@runtime_checkable
+class AnswerCheck(Protocol):
+    """A game that can check a candidate move without playing it (best-of-n by verifier)."""
+
+    def check_answer(self, state: GameState, role: Role, text: str) -> bool:
+        """Whether ``text``, as ``role``'s move in ``state``, is a right answer."""
+        ...

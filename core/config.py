@@ -75,6 +75,16 @@ class EvalConfig(BaseModel):
     every: int = Field(default=0, ge=0, description="Evaluate every n iterations (0 = ends only).")
     matches: int = Field(default=100, ge=2, description="Matches per scripted opponent.")
     opponents: list[str] | None = Field(default=None, description="Scripted players (all).")
+    best_of: int = Field(
+        default=1,
+        ge=1,
+        description="Also measure tasks best-of-n: n sampled answers, the best kept (1 = off).",
+    )
+    best_of_by: Literal["verifier", "reward"] = Field(
+        default="verifier",
+        description="Who picks the best of n: the game's verifier (reported as pass@n) or the "
+        "run's reward (reported as best_of_n).",
+    )
 
 
 class HardwareConfig(BaseModel):

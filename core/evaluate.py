@@ -121,8 +121,10 @@ def evaluate(
     return results
 
 
-def task_metrics(game: Game, policy: Policy, limit: int, seed: int = 0) -> dict[str, float]:
-    """``eval/{split}/accuracy|tasks|void`` for a `TaskGame` (empty for any other game).
+def task_metrics(
+    game: Game, policy: Policy, limit: int, seed: int = 0, name: str = "accuracy"
+) -> dict[str, float]:
+    """``eval/{split}/{name}|tasks|void`` for a `TaskGame` (empty for any other game).
 
     Games that generate tasks (proposer/solver games) measure the solver greedily on a fixed
     bank: the ``held_out`` split never trained on, and a ``transfer`` topic never trained on.
@@ -145,7 +147,7 @@ def task_metrics(game: Game, policy: Policy, limit: int, seed: int = 0) -> dict[
         episodes = play(game, seatings, seeds, greedy=True, starts=states)
         verdicts = [game.task_solved(game.State.model_validate(ep.state)) for ep in episodes]
         counted = [v for v in verdicts if v is not None]
-        row[f"eval/{split}/accuracy"] = sum(counted) / len(counted) if counted else 0.0
+        row[f"eval/{split}/{name}"] = sum(counted) / len(counted) if counted else 0.0
         row[f"eval/{split}/tasks"] = float(len(counted))
         row[f"eval/{split}/void"] = float(len(verdicts) - len(counted))
     return row

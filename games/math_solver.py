@@ -23,6 +23,7 @@ topics and on the percentages topic it never trains on (``eval/held_out/accuracy
 from __future__ import annotations
 
 import random
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -47,6 +48,14 @@ class MathSolverOptions(GameOptions):
     split: Literal["train", "held_out"] = Field(
         default="train", description="Which problems matches draw: train or held_out."
     )
+    source: Literal["bank", "generated"] = Field(
+        default="bank",
+        description="bank: the shipped problems of the split; generated: fresh problems drawn "
+        "like the bank's (never a held-out or transfer one), an endless supply.",
+    )
+    levels: list[int] = Field(
+        default_factory=lambda: [1, 2, 3], description="Difficulty levels drawn (1-3)."
+    )
     rationalize: bool = Field(
         default=False, description="A hinted retry when every answer failed (STaR)."
     )
@@ -55,6 +64,13 @@ class MathSolverOptions(GameOptions):
         default_factory=dict, description="Options of the verifier, e.g. {timeout: 5}."
     )
     max_turns: int = Field(default=200, ge=1, description="Moves after which the match ends.")
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, levels: list[int]) -> list[int]:
+        if not levels or not set(levels) <= {1, 2, 3}:
+            raise ValueError(f"levels are some of 1, 2, 3; got {levels}.")
+        return levels
 
     @field_validator("topics")
     @classmethod
@@ -106,8 +122,17 @@ class MathSolver(Game):
     task_role = ROLE
 
     def initial(self, seed: int, rng: random.Random) -> MathSolverState:
-        bank = [p for topic in self.options.topics for p in load_bank(topic, self.options.split)]
-        return self._state(seed, rng.choice(bank), self.options.answers)
+        options = self.options
+        if options.source == "generated" and options.split == "train":
+            return self._state(seed, generated(rng.choice(options.topics), rng, options.levels),
+                               options.answers)  # fmt: skip
+        bank = [
+            p
+            for topic in options.topics
+            for p in load_bank(topic, options.split)
+            if p.level in options.levels
+        ]
+        return self._state(seed, rng.choice(bank), options.answers)
 
     def _state(self, seed: int, problem: Problem, wanted: int) -> MathSolverState:
         return MathSolverState(
@@ -138,6 +163,20 @@ class MathSolver(Game):
         if self._hint_due(state):
             return [Message("user", HINT.format(ask=ask, answer=state.answer))]
         return [Message("user", ask)]
+
+    def parse(self, text: str) -> str:
+        """The last ``[...]`` span, else a ``\\boxed{}`` or an "answer is ..." line: the
+        verifiers' extraction rule (selfplay.verifiers.answers), without its whole-reply
+        case, since a game asks for a stated answer."""
+        from selfplay.verifiers.answers import ParseError, extract_answer
+
+        try:
+            answer = extract_answer(text, self.answer_pattern, whole_line=False)
+        except ParseError:
+            raise InvalidAction(
+                "no answer found: end with the answer in brackets, e.g. [42]."
+            ) from None
+        return answer.strip().rstrip(".").strip()
 
     def legal(self, state: MathSolverState, role: Role, action: str) -> str:
         if not action.strip():
@@ -184,15 +223,26 @@ class MathSolver(Game):
     # ---- the TaskGame and ReferenceAnswers capabilities ------------------------------------
 
     def task_states(self, split: str, limit: int, seed: int) -> list[MathSolverState]:
+        levels = self.options.levels
         if split == "held_out":
-            problems = [p for t in self.options.topics for p in load_bank(t, "held_out")]
+            problems = [
+                p
+                for t in self.options.topics
+                for p in load_bank(t, "held_out")
+                if p.level in levels
+            ]
         elif split == "transfer":
-            problems = load_bank(TRANSFER_TOPIC, "transfer")
+            problems = [p for p in load_bank(TRANSFER_TOPIC, "transfer") if p.level in levels]
         else:
             return []
         chosen = list(problems)
         random.Random(f"selfplay-tasks-{seed}").shuffle(chosen)
         return [self._state(i, p, wanted=1) for i, p in enumerate(chosen[:limit])]
+
+    def check_answer(self, state: MathSolverState, role: Role, text: str) -> bool:
+        """The AnswerCheck capability: would ``text`` pass as an answer here?"""
+        action, _ = self.action_of(text, state, role)
+        return action is not None and self.verify(action, state.answer) == "pass"
 
     def task_reply(self, state: MathSolverState, role: Role) -> str:
         raise ValueError("math-solver has one role; no other role ever answers.")
@@ -203,6 +253,26 @@ class MathSolver(Game):
 
     def reference_answer(self, state: MathSolverState, role: Role) -> str | None:
         return state.solution or None
+
+
+def generated(topic: str, rng: random.Random, levels: list[int]) -> Problem:
+    """A fresh problem of ``topic``, made as the bank's are, never a held-out or transfer one."""
+    from selfplay.games.banks.build import MAKERS, show, solution_of
+
+    unseen = _evaluation_problems()
+    while True:
+        level = rng.choice(levels)
+        text, value, check = MAKERS[topic](rng, level)
+        if text not in unseen:
+            answer = show(value)
+            solution = solution_of(check, answer)
+            return Problem(f"{topic}-new", topic, level, text, answer, "train", solution)
+
+
+@cache
+def _evaluation_problems() -> frozenset[str]:
+    held = [p.problem for t in TRAINING_TOPICS for p in load_bank(t, "held_out")]
+    return frozenset([*held, *(p.problem for p in load_bank(TRANSFER_TOPIC, "transfer"))])
 
 
 @hookimpl

@@ -118,3 +118,44 @@ def test_instruct_keeps_the_contract_and_judges_each_answer_on_the_strict_scale(
         "template": "judge_strict",
     }
     assert Instruct.default_reward == "judge"
+
+
+def test_best_of_n_by_verifier_is_pass_at_n_and_by_reward_takes_the_top_score():
+    from selfplay.core.models.best_of import BestOfN, reward_chooser, verifier_chooser
+
+    game = MathSolver()
+
+    def sampler() -> MockPolicy:  # of every three answers it writes, only the third is right
+        calls = iter(range(10**6))
+        right = lambda r: f"[{r.state.answer}]" if next(calls) % 3 == 2 else "[0.125]"  # noqa: E731
+        return MockPolicy(right)
+
+    greedy = MockPolicy(lambda r: "[0.125]")
+    assert task_metrics(game, greedy, limit=4, seed=1)["eval/held_out/accuracy"] == 0.0
+    found = task_metrics(game, BestOfN(sampler(), 3, verifier_chooser), 4, 1, name="pass@3")
+    assert found["eval/held_out/pass@3"] == 1.0
+    two = task_metrics(game, BestOfN(sampler(), 2, verifier_chooser), 4, 1, name="pass@2")
+    assert two["eval/held_out/pass@2"] == 0.5  # with two samples the right one is often missed
+    calls = iter(range(10**6))
+    by_length = MockPolicy(lambda r: "[" + "1" * (1 + next(calls) % 3) + "]")
+    longest = BestOfN(by_length, 3, reward_chooser(_LengthReward()))
+    (completion,) = longest.act([_request(game)])
+    assert completion.text == "[111]"
+
+
+class _LengthReward:
+    """A stand-in reward pipeline: each one-turn match scores its text's length."""
+
+    def __call__(self, episodes):
+        from selfplay.api.reward import EpisodeScores
+
+        return [EpisodeScores({"solver": float(len(ep.turns[0].text))}, (None,)) for ep in episodes]
+
+
+def _request(game):
+    import random
+
+    from selfplay.api.policy import Request
+
+    state = game.reset(0)
+    return Request(game, state, "solver", tuple(game.observe(state, "solver")), random.Random(0))

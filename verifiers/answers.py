@@ -35,8 +35,14 @@ class ParseError(ValueError):
     """The text holds no answer that can be read; the message says why."""
 
 
-def extract_answer(text: str, answer_pattern: re.Pattern[str] | str | None = None) -> str:
-    """The answer span of ``text`` by the rule above; ParseError when there is none."""
+def extract_answer(
+    text: str, answer_pattern: re.Pattern[str] | str | None = None, whole_line: bool = True
+) -> str:
+    """The answer span of ``text`` by the rule above; ParseError when there is none.
+
+    ``whole_line=False`` leaves out rule 4: a game's move parser wants a stated answer, not
+    any short reply.
+    """
     tail = text[-MAX_TEXT_CHARS:]
     if answer_pattern is not None:
         spans = re.findall(answer_pattern, tail)
@@ -50,7 +56,7 @@ def extract_answer(text: str, answer_pattern: re.Pattern[str] | str | None = Non
     if lines:
         return lines[-1].strip()
     stripped = tail.strip()
-    if stripped and "\n" not in stripped and len(stripped) <= SHORT_LINE_CHARS:
+    if whole_line and stripped and "\n" not in stripped and len(stripped) <= SHORT_LINE_CHARS:
         return stripped
     raise ParseError(
         "no answer span found: give the answer as \\boxed{...}, on an 'answer: ...' line, "

@@ -136,14 +136,23 @@ class HFPolicy(Policy):
     # ---- prompts -------------------------------------------------------------------------
 
     def render(self, messages: Sequence[Message]) -> str:
-        """The prompt text for one request's messages (chat template or plain role tags)."""
+        """The prompt text for one request's messages (chat template or plain role tags).
+
+        A last message from the assistant is a prefill: the reply starts with its text and
+        the model continues it (a judge told to begin with "Score:").
+        """
         if not self.include_system:
             messages = [m for m in messages if m.role != "system"]
+        prefill = ""
+        if messages and messages[-1].role == "assistant":
+            prefill, messages = messages[-1].content, messages[:-1]
         if self.tokenizer.chat_template:
-            return self.tokenizer.apply_chat_template(
+            text = self.tokenizer.apply_chat_template(
                 [m.as_dict() for m in messages], tokenize=False, add_generation_prompt=True
             )
-        return render_plain_chat(messages)
+        else:
+            text = render_plain_chat(messages)
+        return text + prefill
 
     def encode(self, requests: Sequence[Request]) -> list[list[int]]:
         """Prompt token ids per request, left-truncated to ``max_prompt_tokens``."""

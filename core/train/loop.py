@@ -29,7 +29,8 @@ from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core import faults
 from selfplay.core.config import ConfigError, RunConfig
-from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
+from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.stats import episode_metrics
 from selfplay.core.train import resume
@@ -47,16 +48,14 @@ from selfplay.core.train.build import (
 from selfplay.core.train.hardware import build_fabric
 from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
-from selfplay.core.train.run_folder import RunFolder, make_run_folder, writing
+from selfplay.core.train.run_folder import RunFolder, make_run_folder
 from selfplay.core.train.samples import (
-    MAX_UNSCORED,
-    NothingToLearn,
     answer_encoder,
+    check_scored,
     episode_samples,
     finite_advantages,
     finite_samples,
     reference_answers,
-    unscored_message,
 )
 from selfplay.core.train.seating import Seats, seat_matches
 from selfplay.core.train.snapshots import SnapshotStore
@@ -252,7 +251,7 @@ class Trainer:
             invalid_reward = config.invalid_moves.penalty
         samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
         samples = [s for s in samples if self._trains(s.role, iteration)]
-        self._check_scored(iteration, episodes, samples)
+        self.unscored = check_scored(iteration, episodes, samples, self.unscored, self)
         samples, nonfinite = finite_samples(samples)
         advantages, bad_advantages = None, 0
         if self.objective.needs == "advantages":
@@ -294,18 +293,6 @@ class Trainer:
         return row
 
     # ---- pieces ----------------------------------------------------------------------------
-
-    def _check_scored(self, iteration: int, episodes: list[Episode], samples: list) -> None:
-        """Stop, saying why, after MAX_UNSCORED iterations in which no learner turn was scored.
-
-        That happens when every score is None: a judge that cannot answer in the asked form
-        (the tiny model writes no "Score: N"), a reward whose role the learner never plays.
-        """
-        turns = sum(1 for ep in episodes for t in ep.turns if t.seat == LEARNER and t.token_ids)
-        counted = self._sum(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
-        self.unscored = self.unscored + 1 if counted[1] and not counted[0] else 0
-        if self.unscored >= MAX_UNSCORED:
-            raise NothingToLearn(unscored_message(iteration, self.unscored, self.reward))
 
     def _out_of_time(self) -> bool:
         """Every process must agree, so process 0's clock decides."""
@@ -368,9 +355,9 @@ class Trainer:
         return before
 
     def _task_metrics(self) -> dict[str, float]:
-        """Held-out accuracy of games with tasks (empty for the others)."""
-        ev = self.config.eval
-        return task_metrics(self.game, self.learner, ev.matches, self.config.seed + 7919)
+        """Held-out accuracy of games with tasks (empty for the others), and best-of-n."""
+        seed = self.config.seed + 7919
+        return searched_task_metrics(self.game, self.learner, self.config.eval, seed, self.reward)
 
     def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
         row: dict[str, float] = {}
@@ -383,14 +370,9 @@ class Trainer:
         if not (self.main and self.folder):
             return
         self.folder.append_metrics(row)
-        root = self.folder.path / "tensorboard"
-        with writing(root):
-            if self.tensorboard is None:
-                from lightning.fabric.loggers import TensorBoardLogger
-
-                self.tensorboard = TensorBoardLogger(root_dir=root, name="", version="")
-            numbers = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
-            self.tensorboard.log_metrics(numbers, step=row["iteration"])
+        if self.tensorboard is None:
+            self.tensorboard = self.folder.tensorboard()
+        self.tensorboard.log(row)
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

@@ -170,3 +170,21 @@ def unscored_message(iteration: int, streak: int, reward: Any) -> str:
         f"Iteration {iteration}: no learner turn got a score in {streak} iterations in a row, "
         f"so nothing can be learned: {why}. Stopping; the matches are in episodes.jsonl."
     )
+
+
+def check_scored(iteration: int, episodes: Sequence[Episode], samples: Sequence[Sample],
+                 streak: int, trainer: Any) -> int:  # fmt: skip
+    """The new streak of iterations in which no learner turn was scored; stops at MAX_UNSCORED.
+
+    That happens when every score is None: a judge that cannot answer in the asked form (the
+    tiny model writes no "Score: N"), a reward whose role the learner never plays. Counted
+    over every process (``trainer._sum``), so every process stops together.
+    """
+    import torch
+
+    turns = sum(1 for ep in episodes for t in ep.turns if t.seat == "learner" and t.token_ids)
+    counted = trainer._sum(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
+    streak = streak + 1 if counted[1] and not counted[0] else 0
+    if streak >= MAX_UNSCORED:
+        raise NothingToLearn(unscored_message(iteration, streak, trainer.reward))
+    return streak
