@@ -14,13 +14,13 @@ gets a score, and the same text always gets the same score.
 How the pair is shown to the model: through the tokenizer's chat template when it has one
 (the prompt's messages, then the answer as the assistant's message), else as a text pair
 (prompt, answer), the way BERT-style classifiers are trained. Sequences longer than
-``max_length`` tokens lose their start, never the answer's end: the prompt is cut first,
-then the answer from its beginning, because what a reward model must see is how the answer
-ends. The score is the logit ``label`` (0 for the usual one-logit reward model), optionally
-through a sigmoid. With ``strip_self_assessment`` the answer loses its sentences that speak
-to a judge or claim a score before it is scored (see `selfplay.rewards.judge`). Texts are
-scored ``batch_size`` at a time, right-padded, on the run's device (`RewardContext.device`;
-the CPU when None).
+``max_length`` tokens (or the model's positions, if fewer) lose their start, never the
+answer's end: the prompt is cut first, then the answer from its beginning, because what a
+reward model must see is how the answer ends. The score is the logit ``label`` (0 for the
+usual one-logit reward model), optionally through a sigmoid. With ``strip_self_assessment``
+the answer loses its sentences that speak to a judge or claim a score before it is scored
+(see `selfplay.rewards.judge`). Texts are scored ``batch_size`` at a time, right-padded, on
+the run's device (`RewardContext.device`; the CPU when None).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class RewardModel(Reward):
         self.folder = _checked_folder(self.options.model)
         self.per_turn = self.options.scope == "turn"
         self._loaded: tuple[Any, Any, Any] | None = None  # (model, tokenizer, device)
+        self._limit = self.options.max_length  # and no more than the model's positions
         self._counts = {"scored": 0, "truncated": 0}
 
     def __call__(self, episodes: Sequence[Episode]) -> list[RoleScores] | list[TurnScores]:
@@ -137,6 +138,8 @@ class RewardModel(Reward):
                     f"reward-model: label={self.options.label}, but {self.folder} has "
                     f"{labels} logit(s); set reward_options.reward-model.label to 0..{labels - 1}."
                 )
+            positions = getattr(model.config, "max_position_embeddings", None)
+            self._limit = min(self.options.max_length, positions or self.options.max_length)
             if model.config.pad_token_id is None:
                 model.config.pad_token_id = _pad_id(tokenizer)  # the head finds the last token
             self._loaded = (model.to(device).eval(), tokenizer, device)
@@ -149,7 +152,7 @@ class RewardModel(Reward):
         answer = answer[-MAX_CHARS:]
         if self.options.strip_self_assessment:
             answer = prompts.strip_self_assessment(answer)
-        limit = self.options.max_length
+        limit = self._limit
         if getattr(tokenizer, "chat_template", None):
             chat = [m.as_dict() for m in messages] + [{"role": "assistant", "content": answer}]
             text = tokenizer.apply_chat_template(chat, tokenize=False)
@@ -169,7 +172,7 @@ class RewardModel(Reward):
             )
         first = backend.encode(prompt, add_special_tokens=False)
         second = backend.encode(answer, add_special_tokens=False)
-        budget = self.options.max_length - backend.num_special_tokens_to_add(True)
+        budget = self._limit - backend.num_special_tokens_to_add(True)
         if len(first) + len(second) > budget:
             self._counts["truncated"] += 1
             kept = min(len(second), budget)
