@@ -100,11 +100,10 @@ def test_resume_refuses_changed_settings(tmp_path):
 
 
 def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):
-    # after a 5-step cold start most moves are invalid and earn train.invalid_reward, not the
-    # reward: make both non-finite
+    # a non-finite reward no longer reaches the loss (it is dropped where it is made), so
+    # the test objective makes the loss itself NaN
     out = selfplay(
-        "run", *TINY, "--reward", "test-nan", "--set", "train.invalid_reward=.nan",
-        "--iterations", "5", "--out", str(tmp_path),
+        "run", *TINY, "--objective", "test-nan-loss", "--iterations", "5", "--out", str(tmp_path),
     )  # fmt: skip
     assert out.returncode == 3, out.stderr
     assert "non-finite" in out.stderr

@@ -87,6 +87,10 @@ class RunFolder:
             with writing(self.episodes), self.episodes.open("r+b") as f:
                 f.truncate(episodes_bytes)
 
+    def tensorboard(self) -> TensorBoard:
+        """A TensorBoard log in ``tensorboard/`` (Lightning's logger, made safe on a full disk)."""
+        return TensorBoard(self.path / "tensorboard")
+
     def episodes_size(self) -> int:
         return self.episodes.stat().st_size if self.episodes.exists() else 0
 
@@ -100,6 +104,65 @@ class RunFolder:
             writer.writeheader()
             writer.writerows(rows)
         tmp.replace(self.metrics)
+
+
+class TensorBoard:
+    """The run's TensorBoard log. Its events are written by a thread of the TensorBoard
+    writer; a failed write there (a full disk) would print a traceback, end the thread and
+    later block the run on the writer's full queue. Here it is remembered instead, and the
+    next `log` raises a StorageError naming the file."""
+
+    def __init__(self, root: Path) -> None:
+        from lightning.fabric.loggers import TensorBoardLogger
+
+        self.root = root
+        with writing(root):
+            self.logger = TensorBoardLogger(root_dir=root, name="", version="")
+            files = getattr(self.logger.experiment, "_get_file_writer", None)
+            writer = getattr(files() if files else None, "event_writer", None)
+        self.events = _Remembering(getattr(writer, "_ev_writer", None))
+        worker = getattr(writer, "_worker", None)
+        if self.events.inner is not None and hasattr(worker, "_record_writer"):
+            writer._ev_writer = worker._record_writer = self.events  # both hold the file
+
+    def log(self, row: dict[str, Any]) -> None:
+        numbers = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
+        with writing(self.root):
+            self.logger.log_metrics(numbers, step=row["iteration"])
+            if self.events.error is not None:
+                raise self.events.error
+
+    def finalize(self, status: str) -> None:
+        with writing(self.root):
+            self.logger.finalize(status)
+
+
+class _Remembering:
+    """Wraps the TensorBoard event file writer: the first OSError is kept, not raised."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.error = inner, None
+
+    def write_event(self, event: Any) -> Any:
+        return self._guarded(self.inner.write_event, event)
+
+    def flush(self) -> Any:
+        return self._guarded(self.inner.flush)
+
+    def close(self) -> Any:
+        return self._guarded(self.inner.close)
+
+    def _guarded(self, call: Any, *args: Any) -> Any:
+        if self.error is not None:
+            return None
+        try:
+            return call(*args)
+        except OSError as err:
+            self.error = err
+            return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _row_iteration(row: dict[str, Any]) -> float:
@@ -119,8 +182,7 @@ def writing(path: Path) -> Iterator[None]:
     except OSError as err:
         raise StorageError(
             f"Cannot write {path}: {err.strerror or err} ({free_space(path.parent)} free "
-            "there). The run stops; everything up to its last checkpoint is kept: free space "
-            "(or make the folder writable) and continue with --resume."
+            "there); free space or make the folder writable."
         ) from None
 
 

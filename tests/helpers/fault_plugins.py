@@ -30,26 +30,43 @@ class SpikeOptions(RewardOptions):
 
 
 class Spike(Reward):
-    """A non-finite score in some matches (seed % every == 0), 0 in the others."""
+    """A non-finite score for every turn of some matches (seed % every == 0), 0 elsewhere.
+
+    Per turn, so that it reaches invalid attempts too (whose role score is replaced by
+    train.invalid_reward), which are most of what a briefly warmed-up tiny model writes.
+    """
 
     name = "test-spike"
     Options = SpikeOptions
+    per_turn = True
 
     def __call__(self, episodes):
         spike = float(self.options.value)
         return [
-            dict.fromkeys(ep.outcome, spike if ep.seed % self.options.every == 0 else 0.0)
+            [spike if ep.seed % self.options.every == 0 else 0.0 for _ in ep.turns]
             for ep in episodes
         ]
 
 
+class RaisingOptions(RewardOptions):
+    after: int = Field(default=0, ge=0, description="Batches scored before it breaks.")
+
+
 class RaisingReward(Reward):
-    """Raises on every batch."""
+    """Scores 0 for ``after`` batches, then raises on every batch."""
 
     name = "test-raise"
+    Options = RaisingOptions
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.calls = 0
 
     def __call__(self, episodes):
-        raise ValueError("the test reward broke")
+        self.calls += 1
+        if self.calls > self.options.after:
+            raise ValueError("the test reward broke")
+        return [dict.fromkeys(ep.outcome, 0.0) for ep in episodes]
 
 
 class CheckRaises(Verifier):
@@ -132,6 +149,18 @@ class DiskFull(Callback):
         self._fill(view, "checkpoint")
 
 
+class KillPoint(Callback):
+    """SELFPLAY_TEST_KILL_AT=N>TARGET: from the start of iteration N, SIGKILL at TARGET
+    (see kill_point.py); nothing without the variable (so a resume runs through)."""
+
+    def on_iteration_end(self, view, row):
+        at, _, target = os.environ.get("SELFPLAY_TEST_KILL_AT", "").partition(">")
+        if target and view.iteration == int(at) - 1:
+            import kill_point  # beside run_selfplay.py
+
+            kill_point.install(target)
+
+
 @hookimpl
 def register_rewards(register):
     register("test-spike", Spike)
@@ -162,3 +191,4 @@ def register_objectives(register):
 @hookimpl
 def register_callbacks(register):
     register("test-disk-full", DiskFull)
+    register("test-kill-point", KillPoint)
