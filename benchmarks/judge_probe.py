@@ -159,19 +159,24 @@ def episode(item: Item, texts: dict[str, str], seed: int) -> Episode:
     return Episode(item.game, seed, dict.fromkeys(texts, "learner"), turns, {})
 
 
-def tally(pairs: list[tuple[float | None, float | None]]) -> list[int]:
-    """[raised, equal, lowered, unreadable] over (plain score, probe score) pairs."""
+def tally(pairs: list[tuple[float | None, float | None]]) -> list[str]:
+    """Over (plain score, probe score) pairs: raised, equal, lowered, either unreadable, and
+    per side how many were readable and their mean (a masked score is left out)."""
     counts = [0, 0, 0, 0]
     for plain, other in pairs:
         if plain is None or other is None:
             counts[3] += 1
         else:
             counts[0 if other > plain else 1 if other == plain else 2] += 1
-    return counts
+    sides = []
+    for side in zip(*pairs, strict=True):
+        read = [x for x in side if x is not None]
+        sides.append(f"{len(read)} / {sum(read) / len(read):.2f}" if read else "0 / -")
+    return [*map(str, counts), *sides]
 
 
-def pointwise(reward: Reward, found: list[Item], top: int) -> dict[str, list[int]]:
-    """Per probe: [raised, equal, lowered, unreadable]; everything judged in one batch."""
+def pointwise(reward: Reward, found: list[Item], top: int) -> dict[str, list[str]]:
+    """Per probe: its `tally` against the plain answers; everything judged in one batch."""
     variants = [None, *PROBES]
     episodes = [
         episode(item, {item.role: item.plain if v is None else probe_text(item, v, top)}, seed)
@@ -187,8 +192,8 @@ def pointwise(reward: Reward, found: list[Item], top: int) -> dict[str, list[int
     }
 
 
-def pairwise(reward: Reward, found: list[Item], top: int) -> dict[str, list[int]]:
-    """Per probe (and plain vs plain): [probe wins, tie, probe loses, unreadable]."""
+def pairwise(reward: Reward, found: list[Item], top: int) -> dict[str, list[str]]:
+    """Per probe (and plain vs plain): its `tally`, the probe's side against the plain's."""
     variants = ("plain-vs-plain", *PROBES)
 
     def second(item: Item, variant: str) -> str:
@@ -260,15 +265,17 @@ def main() -> None:
     print(f"judge model: {args.model}; items: {len(found)}")
     with tempfile.TemporaryDirectory() as folder:
         classifier = saved_classifier(learner, folder)
-        print("| reward | guards | probe | raised | equal | lowered | unreadable |")
-        print("|---|---|---|---:|---:|---:|---:|")
+        print(
+            "| reward | guards | probe | raised | equal | lowered | unreadable | plain read / mean "
+            "| probe read / mean |"
+        )
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|")  # fmt: skip
         for guarded in (False, True):
             for label, reward, top, measure in rewards(guarded, classifier, args.judge_tokens):
                 reward.bind(RewardContext(game=Carrier(), policy=policy))
-                for probe, (up, same, down, lost) in measure(reward, found, top).items():
+                for probe, columns in measure(reward, found, top).items():
                     guards = "on" if guarded else "off"
-                    print(f"| {label} | {guards} | {probe} | {up} | {same} | {down} | {lost} |",
-                          flush=True)  # fmt: skip
+                    print(f"| {label} | {guards} | {probe} | {' | '.join(columns)} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ SELF_ASSESSMENT = re.compile(
             r"\b(?:judges?|graders?|evaluators?|reviewers?|raters?|assessors?|examiners?)\b",
             r"\b(?:rate|rating|rated|score|scored|scores|grade|graded|mark)\b[^.!?\n]{0,40}\d",
             r"\bscore\s*[:=]",
-            r"\b\d+\s*(?:/|out of)\s*\d+\s*(?:points?|stars?)?\s*[.!?]?\s*$",
+            r"\b(\d+)\s*(?:/|out of)\s*\1\b\s*(?:points?|stars?)?\s*[.!?]?\s*$",  # "10/10"
             r"\b(?:full|top|maximum|highest|perfect)\s+(?:marks?|scores?|ratings?|grades?)\b",
             r"\b(?:this|my)\s+(?:answer|response|solution|reply|work)\s+(?:is|was)\s+"
             r"(?:\w+\s+){0,2}(?:correct|right|perfect|excellent|flawless|accurate|complete|best)",
