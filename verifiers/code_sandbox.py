@@ -18,8 +18,11 @@ correct without being correct, and that knows this code. Two different things ar
    codes, output and markers mean nothing; a missing or unreadable report fails every call.
    The expected values stay secret as long as the program cannot read the parent's memory
    or files: Landlock (below) denies it ``/proc``, ``ptrace`` of processes outside its own
-   domain and every file outside the interpreter and system folders. Where Landlock is
-   missing, a program may read any file the user can (a task bank, a run folder).
+   domain and every file outside the interpreter and system folders. Files inside those
+   folders stay readable, so a package installed there (this one too, as a wheel, with its
+   seed banks) is visible: a bank's held-out tasks are not secret from a program, which
+   matters for evaluation only, never for a training reward. Where Landlock is missing, a
+   program may read any file the user can (a task bank, a run folder).
 2. The machine. NOT A SECURITY BOUNDARY against a determined attacker with a kernel exploit:
    these defences keep honest mistakes and misbehaviour (infinite loops, fork bombs, memory
    hogs, stray writes, reading the environment, opening sockets) from harming the run or
