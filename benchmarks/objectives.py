@@ -1,10 +1,10 @@
 """Objective benchmark: STaR, SPIN, DPO and GRPO on math-solver with the tiny model, side by side.
 
-Every recipe starts from the same deliberately weak start (a short cold start on the bank's
-worked solutions) and trains on fresh level-1 arithmetic and linear-equation problems for
-the same wall-clock budget, evaluating greedily every few iterations on the bank's held-out
-problems of that level (26)
-(``eval/held_out/accuracy``) and on the percentages topic it never trains on
+Every recipe of a seed starts from the same deliberately weak start (a short cold start on
+the bank's worked solutions, made once per seed and saved as a model folder) and trains on
+fresh one-digit sums (the ``sums`` warm-up topic, levels 1-2: a + b and a + b + c) for the
+same wall-clock budget, evaluating greedily every few iterations on the bank's 27 held-out
+sums of those levels (``eval/held_out/accuracy``) and on the percentages topic it never trains on
 (``eval/transfer/accuracy``). Each (recipe, seed) is one run folder; the script prints the
 start, best and final accuracy of each and writes every curve to a CSV (and a PNG when
 matplotlib is installed).
@@ -30,13 +30,13 @@ from pathlib import Path
 
 COMMON = [
     "game=math-solver",
-    "game_options.topics=[arithmetic,linear-equations]",
-    "game_options.levels=[1]",
+    "game_options.topics=[sums]",
+    "game_options.levels=[1,2]",
     "game_options.source=generated",
     "game_options.answers=4",
     "cold_start.steps=150",
     "cold_start.players=[solution]",
-    "generation.max_new_tokens=20",
+    "generation.max_new_tokens=24",
     "matches=64",
     "train.minibatch_size=128",
     "train.lr=3e-4",
@@ -53,9 +53,32 @@ RECIPES = {
 CURVES = ("eval/held_out/accuracy", "eval/transfer/accuracy")
 
 
+def cold_started(seed: int, out: Path, extra: list[str]) -> Path:
+    """The tiny model after the shared short cold start of ``seed``, as a model folder."""
+    folder = out / f"start-seed{seed}"
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+
+    from selfplay.core.config import build_config
+    from selfplay.core.train.build import build_game, build_learner, resolve
+    from selfplay.core.train.cold_start import warm_up
+
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    config = resolve(build_config(flags={"seed": seed}, overrides=[*COMMON, *extra]))
+    learner, game = build_learner(config), build_game(config)
+    warm_up(learner, game, config, print)
+    learner.model.save_pretrained(folder)
+    learner.tokenizer.save_pretrained(folder)
+    return folder
+
+
 def run(recipe: str, seed: int, minutes: float, out: Path, extra: list[str]) -> Path:
     name = f"{recipe}-seed{seed}"
+    start = cold_started(seed, out, extra)
     sets = [*COMMON, *RECIPES[recipe], f"seed={seed}", f"minutes={minutes}", "threads=1", *extra]
+    sets += [f"model={start}", "cold_start.steps=0", "model_options.include_system=false"]
     command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", "--iterations", "100000"]
     command += ["--out", str(out), "--name", name]
     for item in sets:

@@ -30,7 +30,13 @@ from pydantic import Field, field_validator
 
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
-from selfplay.games.banks import TRAINING_TOPICS, TRANSFER_TOPIC, Problem, load_bank
+from selfplay.games.banks import (
+    TRAINING_TOPICS,
+    TRANSFER_TOPIC,
+    WARM_UP_TOPICS,
+    Problem,
+    load_bank,
+)
 from selfplay.games.verified import game_verifier
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -75,11 +81,12 @@ class MathSolverOptions(GameOptions):
     @field_validator("topics")
     @classmethod
     def _trainable(cls, topics: list[str]) -> list[str]:
-        unknown = sorted(set(topics) - set(TRAINING_TOPICS))
+        allowed = (*TRAINING_TOPICS, *WARM_UP_TOPICS)
+        unknown = sorted(set(topics) - set(allowed))
         if TRANSFER_TOPIC in topics:
             raise ValueError(f"{TRANSFER_TOPIC} is the transfer check and is never trained on.")
         if unknown or not topics:
-            raise ValueError(f"topics are some of {', '.join(TRAINING_TOPICS)}; got {topics}.")
+            raise ValueError(f"topics are some of {', '.join(allowed)}; got {topics}.")
         return topics
 
 
@@ -271,7 +278,9 @@ def generated(topic: str, rng: random.Random, levels: list[int]) -> Problem:
 
 @cache
 def _evaluation_problems() -> frozenset[str]:
-    held = [p.problem for t in TRAINING_TOPICS for p in load_bank(t, "held_out")]
+    held = [
+        p.problem for t in (*TRAINING_TOPICS, *WARM_UP_TOPICS) for p in load_bank(t, "held_out")
+    ]
     return frozenset([*held, *(p.problem for p in load_bank(TRANSFER_TOPIC, "transfer"))])
 
 

@@ -61,6 +61,11 @@ class JudgeModelOptions(RewardOptions):
         default=2000, ge=1, description="Each text shown to the judge keeps its last N chars."
     )
     greedy: bool = Field(default=True, description="Judge greedily (else sample).")
+    prefill: str | None = Field(
+        default=None,
+        description='Text the judge\'s reply starts with, e.g. "Score:": a small judge that '
+        "rambles then answers straight away (the justification is skipped).",
+    )
     strip_self_assessment: bool = Field(
         default=False, description="Drop sentences that address the judge or claim a score."
     )
@@ -267,13 +272,20 @@ class Judge(Reward):
                 game=game,
                 state=game.State.model_validate(ep.state) if ep.state else game.reset(ep.seed),
                 role="judge",
-                messages=(Message("user", prompt),),
+                messages=self._messages(prompt),
                 rng=random.Random(ep.seed * 1_000_003 + sub),
             )
             for ep, prompt, sub in asks
         ]
         self._counts["asked"] += len(requests)
-        return [c.text for c in policy.act(requests, greedy=self.options.greedy)]
+        start = self.options.prefill or ""
+        return [start + c.text for c in policy.act(requests, greedy=self.options.greedy)]
+
+    def _messages(self, prompt: str) -> tuple[Message, ...]:
+        """The judge's prompt, and the start of its reply when ``prefill`` is set."""
+        if self.options.prefill:
+            return (Message("user", prompt), Message("assistant", self.options.prefill))
+        return (Message("user", prompt),)
 
     def _score(self, text: str) -> float | None:
         score = prompts.parse_score(text, self.scale)

@@ -71,6 +71,13 @@ def test_plug_ins_never_import_core_and_games_never_import_opponents():
             assert not rivals, f"{path.relative_to(ROOT)} imports {rivals}"
 
 
+def test_core_never_imports_a_game():
+    """core/ builds games from the registry by name; it knows their capabilities from api/."""
+    for path in (ROOT / "core").rglob("*.py"):
+        games = {n for n in imported(path) if n.startswith("selfplay.games")}
+        assert not games, f"{path.relative_to(ROOT)} imports {games}"
+
+
 def test_modules_are_small_and_folders_hold_at_most_fifteen():
     for path in modules():
         lines = len(path.read_text().splitlines())

@@ -275,3 +275,22 @@ def test_the_length_penalty_takes_from_each_scored_text_beyond_the_free_length()
     assert pairwise([episode(texts=(long, short))]) == [
         {"player_0": pytest.approx(-0.2), "player_1": 0.0}
     ]
+
+
+def test_a_prefill_starts_the_judges_reply_and_is_read_with_it():
+    judge, models = bound(Judge(prefill="Score:", scale=4), [" 2"])  # the model continues
+    assert judge([episode()]) == [dict.fromkeys(ROLES, 0.5)]
+    (request,) = models.policy.seen
+    assert [m.role for m in request.messages] == ["user", "assistant"]
+    assert request.messages[-1].content == "Score:"
+
+
+def test_the_policy_continues_an_assistant_prefill():
+    from selfplay.api.types import Message
+    from selfplay.core.models.tiny import load_tiny_policy
+
+    policy = load_tiny_policy()
+    asked = policy.render([Message("user", "Rate it.")])
+    assert policy.render([Message("user", "Rate it."), Message("assistant", "Score:")]) == (
+        asked + "Score:"
+    )

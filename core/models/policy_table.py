@@ -18,7 +18,7 @@ import torch
 from selfplay.api.policy import Request
 from selfplay.core.models.scoring import score
 from selfplay.core.train.cold_start import eos_id
-from selfplay.games.tabular import InfoSet, TabularGame, answer_text
+from selfplay.api.tabular import InfoSet, TabularGame, answer_text
 
 Table = dict[str, dict[str, float]]
 

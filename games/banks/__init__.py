@@ -17,10 +17,23 @@ from typing import Literal
 TRAINING_TOPICS = ("arithmetic", "linear-equations", "fractions")
 TRANSFER_TOPIC = "percentages"  # never trained on: the transfer check
 TOPICS = (*TRAINING_TOPICS, TRANSFER_TOPIC)
+# Easier topics for small models, outside the defaults: one-digit sums (level 1: a + b; 2:
+# a + b + c; 3: a two-digit number plus a one-digit one), held out like the training topics.
+WARM_UP_TOPICS = ("sums",)
+ALL_TOPICS = (*TOPICS, *WARM_UP_TOPICS)
 Split = Literal["train", "held_out", "transfer", "all"]
 SPLITS = ("train", "held_out", "transfer", "all")
 
-__all__ = ["SPLITS", "TOPICS", "TRAINING_TOPICS", "TRANSFER_TOPIC", "Problem", "load_bank"]
+__all__ = [
+    "ALL_TOPICS",
+    "SPLITS",
+    "TOPICS",
+    "TRAINING_TOPICS",
+    "TRANSFER_TOPIC",
+    "WARM_UP_TOPICS",
+    "Problem",
+    "load_bank",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +58,10 @@ def _topic(topic: str) -> tuple[Problem, ...]:
 
 
 def load_bank(topic: str = "all", split: Split = "train") -> list[Problem]:
-    """The problems of ``topic`` (a topic name or ``"all"``) in ``split``, in file order."""
-    if topic != "all" and topic not in TOPICS:
-        raise ValueError(f"Unknown bank topic {topic!r}; topics are: all, {', '.join(TOPICS)}.")
+    """The problems of ``topic`` (a topic name or ``"all"``, the default topics) in ``split``."""
+    if topic != "all" and topic not in ALL_TOPICS:
+        known = ", ".join(ALL_TOPICS)
+        raise ValueError(f"Unknown bank topic {topic!r}; topics are: all, {known}.")
     if split not in SPLITS:
         raise ValueError(f"Unknown bank split {split!r}; splits are: {', '.join(SPLITS)}.")
     topics = TOPICS if topic == "all" else (topic,)

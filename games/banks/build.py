@@ -24,7 +24,7 @@ from typing import Any
 
 import sympy
 
-from selfplay.games.banks import TOPICS, TRANSFER_TOPIC
+from selfplay.games.banks import ALL_TOPICS, TRANSFER_TOPIC
 
 SEED = 20240601
 PER_TOPIC = 200
@@ -152,11 +152,26 @@ def percentages(rng: random.Random, level: int) -> Item:
     return text, part / n * 100, {"expression": expression}
 
 
+# ---- one-digit sums (a warm-up topic for small models) ------------------------------------------
+
+
+def sums(rng: random.Random, level: int) -> Item:
+    if level == 1:
+        terms = [rng.randint(0, 9), rng.randint(0, 9)]
+    elif level == 2:
+        terms = [rng.randint(0, 9) for _ in range(3)]
+    else:
+        terms = [rng.randint(10, 99), rng.randint(0, 9)]
+    expression = " + ".join(map(str, terms))
+    return f"What is {expression}?", sympy.Integer(sum(terms)), {"expression": expression}
+
+
 MAKERS: dict[str, Callable[[random.Random, int], Item]] = {
     "arithmetic": arithmetic,
     "linear-equations": linear,
     "fractions": fractions,
     "percentages": percentages,
+    "sums": sums,
 }
 
 
@@ -203,7 +218,7 @@ def build_topic(topic: str, count: int = PER_TOPIC, seed: int = SEED) -> list[di
 def write(out: Path = DATA, count: int = PER_TOPIC, seed: int = SEED) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for topic in TOPICS:
+    for topic in ALL_TOPICS:
         path = out / f"{topic}.jsonl"
         lines = [json.dumps(r, sort_keys=True) for r in build_topic(topic, count, seed)]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
