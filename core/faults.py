@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from rich.markup import escape  # the console reads [brackets] as styles
 
 from selfplay.api.errors import PluginFault
 from selfplay.api.estimator import Sample
@@ -41,8 +42,9 @@ def voided(
         )
     if failed:
         say(
-            f"warning: iteration {iteration}: {failed} of {total} matches voided ({first}); "
-            "episodes.jsonl keeps them as void records, metrics.csv counts matches/errors."
+            f"warning: iteration {iteration}: {failed} of {total} matches voided "
+            f"({escape(first)}); episodes.jsonl keeps them as void records, metrics.csv "
+            "counts matches/errors."
         )
     return {"matches/errors": failed}
 

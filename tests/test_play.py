@@ -132,7 +132,7 @@ def test_a_folder_without_checkpoint_or_config_is_named(tmp_path):
     with pytest.raises(ConfigError, match="neither a run folder"):
         load_checkpoint_policy(tmp_path)
     (tmp_path / "config.yaml").write_text("game: tictactoe\n")
-    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+    with pytest.raises(CheckpointError, match="no checkpoint yet"):
         load_checkpoint_policy(tmp_path)
 
 

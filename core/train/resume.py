@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.train import checkpoint
 from selfplay.core.train.run_folder import config_text
@@ -58,7 +60,7 @@ def checkpoints(trainer: Any) -> checkpoint.Found:
     folder = Path(trainer.config.resume)
     found = checkpoint.scan(folder)
     for path, why in found.damaged:
-        trainer._say(f"warning: the checkpoint {path} is damaged ({why}); passing over it.")
+        trainer._say(escape(f"warning: the checkpoint {path} is damaged ({why}); passing over it."))
     if found.complete or found.never:
         return found
     raise checkpoint.CheckpointError(
@@ -73,7 +75,7 @@ def restore_newest(trainer: Any, found: checkpoint.Found) -> Path:
         try:
             restore(trainer, path)
         except checkpoint.UnreadableCheckpoint as err:
-            trainer._say(f"warning: {err} Trying the one before.")
+            trainer._say(f"warning: {escape(str(err))} Trying the one before.")
             found.damaged.append((path, "it does not load"))
             continue
         if found.damaged:

@@ -17,7 +17,7 @@ def zero_the_newest(folder) -> None:
     (folder / "checkpoints" / "iter-000002" / "state.ckpt").write_bytes(b"")
 
 
-@pytest.mark.parametrize("command", ["play", "eval"])
+@pytest.mark.parametrize("command", ["play", pytest.param("eval", marks=pytest.mark.slow)])
 def test_a_zero_byte_checkpoint_folder_is_exit_4_naming_it(run_copy, command):
     zero_the_newest(run_copy)
     out = selfplay(command, str(run_copy / "checkpoints" / "iter-000002"))
@@ -40,9 +40,12 @@ def test_play_of_a_run_whose_pointer_is_missing_uses_the_newest_checkpoint(run_c
 
 
 BROKEN, EMPTY, LIST = "game: [unclosed\n", "", "- just\n- a list\n"
-CORRUPT = [("resume", BROKEN), ("play", BROKEN), ("eval", BROKEN), ("resume", EMPTY)]
-CORRUPT += [pytest.param(c, t, marks=pytest.mark.slow) for c in ("play", "eval") for t in (EMPTY,)]
-CORRUPT += [pytest.param(c, LIST, marks=pytest.mark.slow) for c in ("resume", "play", "eval")]
+CORRUPT = [("resume", BROKEN), ("play", BROKEN)]
+CORRUPT += [
+    pytest.param(c, t, marks=pytest.mark.slow)
+    for c, t in [("eval", BROKEN), ("resume", EMPTY), ("play", EMPTY), ("eval", EMPTY)]
+    + [(c, LIST) for c in ("resume", "play", "eval")]
+]
 
 
 @pytest.mark.parametrize(("command", "text"), CORRUPT)

@@ -6,11 +6,12 @@ import math
 
 import pytest
 import torch
-from kit import TINY, column, fails_cleanly, said, selfplay
+from kit import TINY, column, said, selfplay
 
 from selfplay.api.estimator import Sample
 from selfplay.api.reward import RewardError
 from selfplay.core.algorithms.rae import RAE
+from selfplay.core.commands.cli import main
 from selfplay.core.train.samples import finite_advantages, finite_samples
 from selfplay.rewards.compose import parse_terms
 
@@ -63,13 +64,14 @@ def test_a_huge_weight_is_refused_when_the_expression_is_read(spec):
         parse_terms(spec)
 
 
-def test_a_huge_weight_exits_2_before_any_work(tmp_path):
-    out = selfplay("run", "--reward", "outcome=1e308", "--out", str(tmp_path), "--name", "w")
-    fails_cleanly(out, 2, "weight '1e308' is too large")
-    assert not (tmp_path / "w").exists()
-
-
-def test_a_non_finite_invalid_reward_is_refused(tmp_path):
-    out = selfplay("run", "--set", "train.invalid_reward=.nan", "--out", str(tmp_path))
-    fails_cleanly(out, 2, "train.invalid_reward")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--reward", "outcome=1e308"], "weight '1e308' is too large"),
+        (["--set", "train.invalid_reward=.nan"], "train.invalid_reward"),
+    ],
+)
+def test_a_huge_weight_or_a_nan_setting_exits_2_before_any_work(tmp_path, capsys, args, message):
+    assert main(["run", *args, "--out", str(tmp_path)]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
     assert not any(tmp_path.iterdir())
