@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from selfplay.api.policy import Request
+from selfplay.api.tabular import InfoSet, TabularGame, answer_text
 from selfplay.core.models.scoring import score
 from selfplay.core.train.cold_start import eos_id
-from selfplay.api.tabular import InfoSet, TabularGame, answer_text
 
 Table = dict[str, dict[str, float]]
 
