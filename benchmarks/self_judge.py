@@ -8,6 +8,9 @@ answer outscores a failing one; 0.5 is no better than a coin) and the agreement 
 "score >= threshold" with the verdict.
 
     python benchmarks/self_judge.py --model smollm2-135m --problems 24 --answers 4
+
+The judge's reply starts from ``--prefill`` ("Score:"), so a model that would not begin with
+a score on its own is read after it.
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ from selfplay.core.train.build import build_game, build_learner, build_reward
 def judged(args: argparse.Namespace) -> list[tuple[float | None, float]]:
     """(judge score 0-1 or None, verdict 1/0) for every answer."""
     overrides = [
-        "game_options.topics=[arithmetic]",
         f"game_options.answers={args.answers}",
         f"generation.max_new_tokens={args.max_new_tokens}",
         "reward_options.judge.model=learner",
         "reward_options.judge.scope=turn",
         "reward_options.judge.scale=5",
         f"reward_options.judge.template={args.template}",
-        "reward_options.judge.max_new_tokens=48",
+        f"reward_options.judge.max_new_tokens={args.judge_tokens}",
+        f"reward_options.judge.prefill={args.prefill}",
+        f"game_options.topics=[{args.topic}]",
     ]
     flags = {"game": "math-solver", "model": args.model, "reward": "judge+verdict", "seed": 0}
     config = build_config(flags=flags, overrides=overrides)
@@ -76,6 +80,9 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--template", default="judge_turn")
+    parser.add_argument("--topic", default="arithmetic", help="math-solver topic of the problems")
+    parser.add_argument("--prefill", default="Score:", help="the start of the judge's reply")
+    parser.add_argument("--judge-tokens", type=int, default=4, help="judge tokens after it")
     parser.add_argument("--threshold", type=float, default=0.6, help="score/5 read as 'correct'")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()

@@ -33,6 +33,13 @@ class TrainConfig(BaseModel):
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
     update_epochs: int = Field(default=1, ge=1, description="Passes over each batch (PPO if >1).")
     minibatch_size: int = Field(default=256, ge=1, description="Samples per optimiser step.")
+    micro_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="Samples per forward/backward pass inside a minibatch (gradients add up; "
+        "one optimiser step per minibatch). Bounds the update's memory; null = the whole "
+        "minibatch.",
+    )
     clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
     kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
     reference_update: float = Field(
@@ -212,11 +219,18 @@ class RunConfig(BaseModel):
 
 
 def parse_value(text: str) -> Any:
-    """A ``--set`` value: a YAML scalar or flow collection (``3``, ``true``, ``[a, b]``)."""
+    """A ``--set`` value: a YAML scalar or flow collection (``3``, ``true``, ``[a, b]``).
+
+    A mapping is written in braces (``{a: 1}``); text that YAML would read as a block mapping,
+    such as ``Score:`` or ``note: here``, stays the text it is.
+    """
     try:
-        return yaml.safe_load(text) if text.strip() else ""
+        value = yaml.safe_load(text) if text.strip() else ""
     except yaml.YAMLError:
         return text
+    if isinstance(value, dict) and not text.lstrip().startswith("{"):
+        return text
+    return value
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:

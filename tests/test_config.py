@@ -24,6 +24,16 @@ def test_set_parses_yaml_scalars_and_creates_sections():
     assert config.invalid_moves.allowance == 2
 
 
+def test_set_text_with_a_colon_stays_text_and_braces_make_a_mapping():
+    config = build_config(
+        None,
+        {"reward": "judge"},
+        ["reward_options.judge.prefill=Score:", "game_options={max_turns: 5}"],
+    )
+    assert config.reward_options["judge"]["prefill"] == "Score:"
+    assert config.game_options == {"max_turns": 5}
+
+
 def test_unknown_top_level_key_is_named_with_valid_keys():
     with pytest.raises(ConfigError) as err:
         build_config(None, {}, ["matchs=3"])
