@@ -115,6 +115,15 @@ class Reward(ABC):
         """
         return {}
 
+    def notes(self) -> list[list[dict[str, Any]]]:
+        """What the last call read, one list per episode, saved with the episode so a person
+        can see why it scored as it did (a judge's raw answers:
+        ``{"turn": index or None, "answer": text, "score": value or None}``).
+
+        Empty (the default) when the reward has nothing to show.
+        """
+        return []
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 

@@ -91,6 +91,11 @@ class Episode:
     """A finished match: who sat where, every turn, the payoffs and the game's signals.
 
     ``state`` is the final game state as JSON, so the match can be inspected or replayed.
+    ``extra`` is the game's own data (a task's reference answer). ``record`` is what the run
+    wrote about the match once it was scored (empty until then): ``iteration``, ``rewards``
+    (each turn's share of every weighted reward term, undiscounted: ``turns`` is one
+    ``{term: value}`` per turn, ``roles`` the per-role totals) and ``notes`` (what rewards
+    read per term, e.g. a judge's raw answers: ``{term: [{"turn", "answer", "score"}]}``).
     """
 
     game: str
@@ -102,6 +107,7 @@ class Episode:
     options: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] = field(default_factory=dict)
 
     def winner(self) -> Role | None:
         """The role with the strictly highest payoff, or None for a draw."""

@@ -165,6 +165,7 @@ class RewardPipeline:
         self, episodes: Sequence[Episode], reduce: Reduce | None = None
     ) -> list[EpisodeScores]:
         raw = [self._scores(c, episodes) for c in self.components]
+        self._notes = [_notes_of(c, len(episodes)) for c in self.components]
         stats = self._statistics(raw, episodes, reduce)
         weighted = [
             (component.term.label, self._shares(k, raw[k], episodes, stats))
@@ -179,6 +180,13 @@ class RewardPipeline:
     def metrics(self) -> dict[str, float]:
         """Means per component and role, and each component's counters, of the last call."""
         return dict(self._metrics)
+
+    def notes(self) -> list[dict[str, list[dict[str, Any]]]]:
+        """Per episode of the last call: ``{term label: that reward's notes}`` (see
+        `Reward.notes`; a judge's raw answers), terms without notes left out."""
+        notes = getattr(self, "_notes", [])
+        count = max((len(n) for _, n in notes), default=0)
+        return [{label: n[e] for label, n in notes if n and n[e]} for e in range(count)]
 
     def state_dict(self) -> dict[str, Any]:
         return {c.term.label: c.reward.state_dict() for c in self.components}
@@ -274,6 +282,12 @@ class RewardPipeline:
         mean = total / n
         std = math.sqrt(max(squares / n - mean * mean, 0.0))
         return weight * (score - mean) / (std + EPS)
+
+
+def _notes_of(component: Component, count: int) -> tuple[str, list[list[dict[str, Any]]]]:
+    """A component's notes of the last call; none when they do not match the batch."""
+    notes = list(component.reward.notes() or [])
+    return component.term.label, notes if len(notes) == count else []
 
 
 def _values(per_turn: bool, scores: list[Any], episodes: Sequence[Episode]):

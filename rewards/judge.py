@@ -128,12 +128,16 @@ class Judge(Reward):
 
     def __call__(self, episodes: Sequence[Episode]) -> list[RoleScores] | list[TurnScores]:
         self._counts = dict.fromkeys(self._counts, 0)
+        self._notes: list[list[dict[str, Any]]] = [[] for _ in episodes]
+        self._where = {id(ep): k for k, ep in enumerate(episodes)}
         if self.scope == "turn":
             return self._turns(episodes)
         if self.mode == "pairwise":
             return self._pairwise(episodes)
         answers = self._ask([(ep, self._transcript_prompt(ep), 0) for ep in episodes])
         scores = [self._score(text) for text in answers]
+        for ep, text, score in zip(episodes, answers, scores, strict=True):
+            self._note(ep, None, text, score)
         return [
             {role: self._penalised(score, ep, role) for role in ep.seats}
             for ep, score in zip(episodes, scores, strict=True)
@@ -141,6 +145,15 @@ class Judge(Reward):
 
     def counters(self) -> dict[str, float]:
         return {key: float(value) for key, value in self._counts.items()}
+
+    def notes(self) -> list[list[dict[str, Any]]]:
+        """The judge's raw answers of the last call, with what was read from them."""
+        return getattr(self, "_notes", [])
+
+    def _note(self, episode: Episode, turn: int | None, answer: str, score: Any) -> None:
+        self._notes[self._where[id(episode)]].append(
+            {"turn": turn, "answer": answer, "score": score}
+        )
 
     # ---- the three ways of judging --------------------------------------------------------
 
@@ -163,7 +176,11 @@ class Judge(Reward):
                 if not self.applies_to(turn.role):
                     row.append(None)
                     continue
-                score = self._score(next(answers)) if ask else 0.0
+                score = 0.0
+                if ask:
+                    text = next(answers)
+                    score = self._score(text)
+                    self._note(ep, len(row), text, score)
                 row.append(self._penalised(score, ep, turn.role, [turn]))
             results.append(row)
         return results
@@ -182,6 +199,8 @@ class Judge(Reward):
         results: list[RoleScores] = []
         for ep, (a, b), text in zip(episodes, sides, answers, strict=True):
             winner = prompts.parse_winner(text)
+            named = {"A": a, "B": b}.get(winner or "", winner)
+            self._note(ep, None, text, None if named is None else f"winner: {named}")
             scores: RoleScores = dict.fromkeys(ep.seats)
             if winner is None:
                 self._counts["unparsable"] += 1

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from selfplay import __version__
+from selfplay.core.commands.export import add_export_arguments, cmd_export
+from selfplay.core.commands.show import add_show_arguments, cmd_show
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
     0,
@@ -262,6 +264,12 @@ COMMANDS = {
     "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
     "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
+    "export": (
+        cmd_export,
+        "write a run's model as a Hugging Face folder, or its turns as PRM data",
+        add_export_arguments,
+    ),
+    "show": (cmd_show, "read a run's matches turn by turn, with filters", add_show_arguments),
 }
 
 

@@ -45,6 +45,7 @@ from selfplay.core.train.build import (
     check_players,
     resolve,
 )
+from selfplay.core.train.episode_log import recorded
 from selfplay.core.train.hardware import build_fabric
 from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
@@ -272,6 +273,7 @@ class Trainer:
         stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
         if config.train.reference_update:
             self.reference.pull(config.train.reference_update)
+        played = recorded(played, episodes, scores, self.reward.notes(), iteration)
         everyone = self._gather_episodes(played)
         self.episodes = everyone  # the iteration's matches, for on_iteration_metrics
         voided = faults.gather(self.fabric, voided)

@@ -1,0 +1,248 @@
+"""`selfplay show`: read a run's matches in the terminal, turn by turn.
+
+    selfplay show runs/NAME                          page through every match
+    selfplay show runs/NAME --iteration 5-8 --role solver --invalid
+    selfplay show runs/NAME --unreadable             matches a judge could not read
+
+Each match shows who held each seat, the payoffs, and every turn: its role and seat, the last
+prompt message (``--prompts`` shows them all), the text the model wrote, the action read from
+it (or why it was invalid), the turn's share of every reward term, and what the judges
+answered about it, with the score read from the answer or "unreadable". Everything a model or a
+plug-in wrote is shown with its control characters escaped, so no text acts on the terminal.
+
+On a terminal, one match at a time: Enter shows the next, ``p`` the previous, a number jumps
+to that match, ``q`` (or end of input) quits. Piped or with ``--all``, every match is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.types import Episode, Turn
+from selfplay.verifiers.printable import printable
+
+OUTCOMES = ("win", "loss", "draw")
+PROMPT = "Enter: next · p: previous · NUMBER: go to · q: quit> "
+
+
+@dataclass(frozen=True)
+class Entry:
+    number: int  # 1-based position in the log
+    iteration: int
+    episode: Episode
+
+
+@dataclass(frozen=True)
+class Filters:
+    iterations: tuple[int, int] | None = None
+    role: str | None = None
+    opponent: str | None = None
+    outcome: str | None = None
+    invalid: bool = False
+    unreadable: bool = False
+
+
+def add_show_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("source", type=Path, metavar="RUN_DIR", help="the run folder to read")
+    add("--iteration", metavar="N|A-B", help="only iteration N, or iterations A to B")
+    add("--role", help="only this role's turns (and --outcome from its side)")
+    add("--opponent", metavar="NAME", help="only matches with a seat holder whose name has NAME")
+    add(
+        "--outcome",
+        choices=OUTCOMES,
+        help="only matches won, lost or drawn by --role (default: the first role)",
+    )
+    add("--invalid", action="store_true", help="only matches with an invalid move")
+    add("--unreadable", action="store_true", help="only matches with an unreadable judge answer")
+    add("--prompts", action="store_true", help="show every prompt message, not just the last")
+    add("--all", action="store_true", help="print every match at once instead of paging")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    filters = Filters(
+        iterations=parse_iterations(args.iteration),
+        role=args.role,
+        opponent=args.opponent,
+        outcome=args.outcome,
+        invalid=args.invalid,
+        unreadable=args.unreadable,
+    )
+    console = Console(highlight=False)
+    entries = select(load(args.source), filters)
+    if not entries:
+        console.print(Text(f"No match in {args.source} passes these filters."))
+        return 0
+    pages = [lambda e=e: render(e, filters.role, args.prompts) for e in entries]
+    if args.all or not sys.stdin.isatty() or not console.is_terminal:
+        for page in pages:
+            console.print(page())
+        return 0
+    page_through(pages, console, console.input)
+    return 0
+
+
+def parse_iterations(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, dash, last = text.partition("-")
+    try:
+        low = int(first)
+        high = int(last) if dash else low
+    except ValueError:
+        raise ConfigError(
+            f"--iteration {text!r} is not an iteration number or a range; "
+            "pass e.g. --iteration 3 or --iteration 2-5."
+        ) from None
+    if low > high:
+        raise ConfigError(f"--iteration {text!r} runs backwards; pass the lower number first.")
+    return low, high
+
+
+def load(source: Path) -> list[Entry]:
+    from selfplay.core.train.episode_log import episode_iteration, iter_numbered
+    from selfplay.core.train.run_folder import read_config
+
+    source = Path(source)
+    if not (source / "config.yaml").is_file():
+        raise ConfigError(
+            f"{source} is not a run folder (no config.yaml); pass one such as runs/NAME."
+        )
+    log = source / "episodes.jsonl"
+    if not log.is_file():
+        raise ConfigError(f"{source} has no episodes.jsonl yet: the run never finished a match.")
+    matches = read_config(source).matches
+    return [
+        Entry(k, episode_iteration(ep, line, matches), ep)
+        for k, (line, ep) in enumerate(iter_numbered(log), start=1)
+    ]
+
+
+def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
+    entries = list(entries)
+    if filters.role is not None:
+        roles = sorted({r for e in entries for r in e.episode.seats})
+        if entries and filters.role not in roles:
+            raise ConfigError(
+                f"--role {filters.role!r} is not a role of this run; its roles: {', '.join(roles)}."
+            )
+    return [e for e in entries if _passes(e, filters)]
+
+
+def _passes(entry: Entry, f: Filters) -> bool:
+    ep = entry.episode
+    if f.iterations and not f.iterations[0] <= entry.iteration <= f.iterations[1]:
+        return False
+    if f.opponent and not any(f.opponent in holder for holder in ep.seats.values()):
+        return False
+    turns = [t for t in ep.turns if f.role in (None, t.role)]
+    if f.invalid and all(t.valid for t in turns):
+        return False
+    if f.unreadable and not any(_unreadable(n) for n in _notes(ep)):
+        return False
+    return not f.outcome or outcome_of(ep, f.role or next(iter(ep.seats))) == f.outcome
+
+
+def outcome_of(episode: Episode, role: str) -> str:
+    mine = episode.outcome.get(role, 0.0)
+    others = [v for r, v in episode.outcome.items() if r != role]
+    best = max(others, default=mine)
+    return "win" if mine > best else "loss" if mine < best else "draw"
+
+
+def render(entry: Entry, role: str | None = None, all_prompts: bool = False) -> Text:
+    ep = entry.episode
+    out = Text()
+    seats = ", ".join(f"{r}={h}" for r, h in ep.seats.items())
+    payoffs = ", ".join(f"{r} {v:+g}" for r, v in ep.outcome.items())
+    out.append(f"episode {entry.number} · iteration {entry.iteration} · ", style="bold")
+    out.append(f"{ep.game} seed {ep.seed}\n", style="bold")
+    out.append(_safe(f"seats: {seats}\npayoffs: {payoffs}\n"))
+    rewards = ep.record.get("rewards", {})
+    per_turn = rewards.get("turns") or [{}] * len(ep.turns)
+    notes = ep.record.get("notes", {})
+    for i, turn in enumerate(ep.turns):
+        if role is None or turn.role == role:
+            _turn(out, i, turn, per_turn[i] if i < len(per_turn) else {}, all_prompts)
+            _judged(out, notes, i)
+    _judged(out, notes, None)
+    if not ep.record:
+        out.append("(written before episodes carried their rewards)\n", style="dim")
+    return out
+
+
+def _turn(out: Text, index: int, turn: Turn, parts: dict[str, Any], all_prompts: bool) -> None:
+    mark = "valid" if turn.valid else "INVALID"
+    out.append(f"\n── turn {index} · {turn.role} ({turn.seat}) · {mark}\n", style="cyan")
+    shown = turn.prompt if all_prompts else turn.prompt[-1:]
+    for message in shown:
+        out.append(f"[{message.role}] ", style="dim")
+        out.append(_safe(message.content) + "\n")
+    out.append("text: ", style="bold")
+    out.append(_safe(turn.text) + "\n")
+    if turn.valid:
+        out.append(_safe(f"action: {turn.action}\n"))
+    else:
+        out.append(_safe(f"invalid: {turn.reason}\n"), style="red")
+    if parts:
+        out.append("reward: " + ", ".join(f"{k} {_number(v)}" for k, v in parts.items()) + "\n")
+
+
+def _judged(out: Text, notes: dict[str, list[dict[str, Any]]], turn: int | None) -> None:
+    for term, entries in notes.items():
+        for note in entries:
+            if note.get("turn") != turn or "answer" not in note:
+                continue
+            where = "the match" if turn is None else f"turn {turn}"
+            read = "unreadable" if _unreadable(note) else f"read as {note['score']}"
+            out.append(f"{term} on {where} ({read}): ", style="magenta")
+            out.append(_safe(repr(note["answer"])) + "\n")
+
+
+def _notes(episode: Episode) -> list[dict[str, Any]]:
+    return [n for notes in episode.record.get("notes", {}).values() for n in notes]
+
+
+def _unreadable(note: dict[str, Any]) -> bool:
+    return "answer" in note and note.get("score") is None
+
+
+def _number(value: Any) -> str:
+    return f"{value:+.3f}" if isinstance(value, (int, float)) else str(value)
+
+
+def _safe(text: str) -> str:
+    return printable(text)
+
+
+def page_through(
+    pages: Sequence[Callable[[], Text]], console: Console, read: Callable[[str], str]
+) -> None:
+    """One page at a time; end of input quits like ``q``."""
+    at = 0
+    while True:
+        console.print(pages[at]())
+        console.print(Text(f"match {at + 1} of {len(pages)}", style="dim"))
+        try:
+            answer = read(PROMPT).strip().lower()
+        except EOFError:
+            return
+        if answer == "q":
+            return
+        if answer == "p":
+            at = max(at - 1, 0)
+        elif answer.isdigit():
+            at = min(max(int(answer) - 1, 0), len(pages) - 1)
+        elif at + 1 < len(pages):
+            at += 1
+        else:
+            return

@@ -1,0 +1,167 @@
+"""Judges' raw answers and reward parts travel with each episode; `selfplay show` reads them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfplay.api.policy import MockPolicy
+from selfplay.api.reward import RewardContext
+from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.commands.cli import main
+from selfplay.core.config import RunConfig
+from selfplay.core.train.episode_log import read_episodes, recorded, write_episodes
+from selfplay.core.train.run_folder import config_text
+from selfplay.games.tictactoe import TicTacToe
+from selfplay.rewards.compose import Component, RewardPipeline, Term
+from selfplay.rewards.judge import Judge
+from selfplay.rewards.outcome import Outcome
+
+ROLES = ("player_0", "player_1")
+
+
+def match(seed: int, texts=("[4]", "[0]"), outcome=(1.0, -1.0), valid=True, opponent="learner"):
+    turns = tuple(
+        Turn(role, "learner" if role == "player_0" else opponent,
+             (Message("system", "rules"), Message("user", f"Board {seed}. Your move?")),
+             text, text.strip("[]") if valid else None, valid,
+             None if valid else "no answer in the form [4]", (1,))
+        for role, text in zip(ROLES, texts, strict=True)
+    )  # fmt: skip
+    seats = {"player_0": "learner", "player_1": opponent}
+    return Episode("tictactoe", seed, seats, turns, dict(zip(ROLES, outcome, strict=True)))
+
+
+def pipeline(answers) -> RewardPipeline:
+    judge = Judge(scope="turn")
+    judge.bind(RewardContext(game=TicTacToe(), policy=lambda *a, **k: MockPolicy(answers)))
+    components = [Component(Term("outcome"), Outcome()), Component(Term("judge", 0.5), judge)]
+    return RewardPipeline(components, ROLES)
+
+
+def test_judge_answers_and_reward_parts_are_recorded_with_the_episode(tmp_path):
+    episodes = [match(1), match(2)]
+    rewards = pipeline(["Score: 8", "no idea", "Score: 2", "Score: 10"])
+    scores = rewards(episodes)
+    kept = recorded(episodes, episodes, scores, rewards.notes(), iteration=3)
+    write_episodes(tmp_path / "episodes.jsonl", kept)
+    back = read_episodes(tmp_path / "episodes.jsonl")
+    first = back[0].record
+    assert first["iteration"] == 3
+    assert first["notes"]["judge"] == [
+        {"turn": 0, "answer": "Score: 8", "score": 0.8},
+        {"turn": 1, "answer": "no idea", "score": None},
+    ]
+    # each turn's share of each weighted term: the role's outcome, plus 0.5 x the judge's score
+    assert first["rewards"]["turns"] == [{"outcome": 1.0, "judge": 0.4}, {"outcome": -1.0}]
+    assert first["rewards"]["roles"] == {"player_0": 1.4, "player_1": -1.0}
+
+
+def test_a_match_the_callbacks_dropped_is_written_without_rewards():
+    played = [match(1), match(2)]
+    rewards = pipeline(["Score: 5"])
+    kept = played[1:]
+    out = recorded(played, kept, rewards(kept), rewards.notes(), iteration=1)
+    assert "rewards" not in out[0].record and out[1].record["rewards"]["turns"][0]["judge"] == 0.25
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(config_text(RunConfig(game="tictactoe", matches=2)))
+    rewards = pipeline(["Score: 6", "\x1b[2Jgibberish"])
+    episodes = [
+        match(10),
+        match(11, texts=("oops", "[1]"), outcome=(-1.5, 0.5), valid=False),
+        match(12, outcome=(0.0, 0.0), opponent="scripted:random"),
+    ]
+    first, later = episodes[:2], episodes[2:]
+    kept = recorded(first, first, rewards(first), rewards.notes(), iteration=1)
+    kept += recorded(later, later, rewards(later), rewards.notes(), iteration=2)
+    write_episodes(folder / "episodes.jsonl", kept[:2])
+    write_episodes(folder / "episodes.jsonl", [match(13)])  # an older line, without a record
+    write_episodes(folder / "episodes.jsonl", kept[2:])
+    return folder
+
+
+def shown(capsys, *args: str) -> str:
+    assert main(["show", *args, "--all"]) == 0
+    return capsys.readouterr().out
+
+
+def test_show_prints_turns_rewards_and_judge_answers_escaped(run_dir, capsys):
+    out = shown(capsys, str(run_dir), "--iteration", "1")
+    assert "episode 1 · iteration 1 · tictactoe seed 10" in out
+    assert "[user] Board 10. Your move?" in out and "[system] rules" not in out
+    assert "reward: outcome +1.000, judge +0.300" in out
+    assert "judge on turn 0 (read as 0.6): 'Score: 6'" in out
+    assert "judge on turn 1 (unreadable): '\\x1b[2Jgibberish'" in out
+    assert "\x1b[2J" not in out  # a model's escape codes never reach the terminal
+    assert "seed 12" not in out  # recorded as iteration 2
+    assert "[system] rules" in shown(capsys, str(run_dir), "--prompts")
+
+
+@pytest.mark.parametrize(
+    ("args", "seeds"),
+    [
+        (["--invalid"], [11]),
+        (["--outcome", "win"], [10, 13]),
+        (["--outcome", "win", "--role", "player_1"], [11]),
+        (["--outcome", "draw"], [12]),
+        (["--opponent", "random"], [12]),
+        (["--unreadable"], [10, 11, 12]),
+        (["--iteration", "2-9"], [12, 13]),
+    ],
+)
+def test_show_filters(run_dir, capsys, args, seeds):
+    out = shown(capsys, str(run_dir), *args)
+    assert [s for s in (10, 11, 12, 13) if f"tictactoe seed {s}\n" in out] == seeds
+
+
+def test_show_names_bad_input(run_dir, capsys):
+    def error() -> str:
+        return " ".join(capsys.readouterr().err.split())
+
+    assert main(["show", str(run_dir), "--role", "bishop"]) == 2
+    assert "its roles: player_0, player_1" in error()
+    assert main(["show", str(run_dir), "--iteration", "5-2"]) == 2
+    assert "runs backwards" in error()
+    assert main(["show", str(run_dir.parent)]) == 2
+    assert "is not a run folder" in error()
+    assert main(["show", str(run_dir), "--outcome", "draw", "--iteration", "1"]) == 0
+    assert "No match" in capsys.readouterr().out
+
+
+def test_a_person_pages_through_matches_in_a_terminal(run_dir):
+    pexpect = pytest.importorskip("pexpect")
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "TERM": "xterm", "NO_COLOR": "1"}
+    child = pexpect.spawn(
+        sys.executable, ["-m", "selfplay.core.commands.cli", "show", str(run_dir)],
+        env=env, encoding="utf-8", timeout=60, dimensions=(40, 200),
+    )  # fmt: skip
+    child.expect(r"match 1 of 4")
+    child.expect("q: quit> ")
+    child.sendline("")
+    child.expect(r"seed 11")
+    child.expect(r"match 2 of 4")
+    child.sendline("4")
+    child.expect(r"seed 12")
+    child.sendline("p")
+    child.expect(r"seed 13")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    child = pexpect.spawn(
+        sys.executable, ["-m", "selfplay.core.commands.cli", "show", str(run_dir)],
+        env=env, encoding="utf-8", timeout=60, dimensions=(40, 200),
+    )  # fmt: skip
+    child.expect("q: quit> ")
+    child.sendeof()  # end of input quits quietly
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
