@@ -128,6 +128,15 @@ class Objective(ABC):
         """Whether `loss` reads the policy's entropy (costs a pass over the vocabulary)."""
         return False
 
+    def weight(self, items: Sequence[Any]) -> float:
+        """How many units `loss` averages over in ``items``: their answer tokens by default.
+
+        The update scores a minibatch in parts (micro-batches, role groups) and weights each
+        part's loss by its share of this, so the parts add up to the whole minibatch's loss.
+        An objective whose loss is a mean over items (DPO's pairs) returns ``len(items)``.
+        """
+        return float(sum(len(s.token_ids) for item in items for s in item.samples))
+
     def refreshes_reference(self) -> bool:
         """Whether the reference is the policy at the start of each iteration (DPO's M_t)."""
         return False

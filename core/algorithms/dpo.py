@@ -98,6 +98,9 @@ class DPO(Objective):
     def wants_reference(self) -> bool:
         return True
 
+    def weight(self, items: Sequence[Any]) -> float:
+        return float(len(items))  # the loss is a mean over pairs
+
     def prepare(self, data: IterationData) -> list[Pair]:
         groups: dict[tuple[int, ...], list[Sample]] = defaultdict(list)
         for sample in data.samples:

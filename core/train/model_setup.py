@@ -79,9 +79,18 @@ def prepare_learner(
         reference=reference,
         temperature=config.generation.temperature,
         role_context=_role_context(config, model),
+        micro_batch_size=train.micro_batch_size,
+        no_sync=_no_sync(fabric, model),
     )
     learner.role_context = updater.role_context
     return Prepared(model, optimizer, reference, updater)
+
+
+def _no_sync(fabric: L.Fabric, model: Any) -> Callable[[bool], Any] | None:
+    """Backward passes that skip the gradient all-reduce, where the strategy can (DDP)."""
+    if fabric.world_size == 1 or getattr(fabric.strategy, "_backward_sync_control", None) is None:
+        return None
+    return lambda skip: fabric.no_backward_sync(model, enabled=skip)
 
 
 def _role_context(config: RunConfig, model: Any) -> Callable[[str], Any] | None:

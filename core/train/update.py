@@ -5,13 +5,20 @@ reads it) and under the current policy, let the objective form its loss, step. T
 (``pg`` by default, see core/algorithms/) never calls the model, so LoRA adapters per role,
 DDP and DeepSpeed work the same for every objective. A non-finite loss is skipped (no step)
 and reported, so the loop can stop after several in a row.
+
+Micro-batches (``train.micro_batch_size``) bound the memory of a step: a minibatch is scored
+and back-propagated a few items at a time, each loss weighted by its share of the
+minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
+the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
+of a step synchronises gradients, so processes whose minibatches split differently still
+meet in the same collective.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +80,9 @@ class Updater:
     reference: Reference | None = None
     temperature: float = 1.0
     role_context: Callable[[str], Any] | None = None
+    micro_batch_size: int | None = None  # items per backward pass; None: the whole minibatch
+    # ``no_sync(True)``: a context in which a backward pass does not synchronise gradients
+    no_sync: Callable[[bool], AbstractContextManager[Any]] | None = None
     nonfinite_streak: int = 0
 
     def update(
@@ -95,13 +105,18 @@ class Updater:
 
     def _step(self, batch: list[Any], stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
-        tokens = sum(_tokens(item) for item in batch)
+        weight = self.objective.weight
+        total = weight(batch)
+        passes = [
+            (role, micro) for role, group in self._role_groups(batch)
+            for micro in self._micro_batches(group)
+        ]  # fmt: skip
         parts: list[tuple[Loss, float]] = []
-        for role, group in self._role_groups(batch):
+        for k, (role, micro) in enumerate(passes):
             context = self.role_context(role) if self.role_context else nullcontext()
-            with context:
-                result = self._loss(group)
-                share = sum(_tokens(item) for item in group) / tokens
+            with context, self._sync(last=k == len(passes) - 1):  # around forward and backward
+                result = self._loss(micro)
+                share = weight(micro) / total if total else 1.0 / len(passes)
                 if not math.isfinite(result.loss.item()):
                     self._nonfinite(stats)
                     return
@@ -110,7 +125,14 @@ class Updater:
         self.nonfinite_streak = 0
         norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
         self.optimizer.step()
-        stats.add(_weighted(parts, stats.names), float(norm), tokens)
+        stats.add(_weighted(parts, stats.names), float(norm), sum(_tokens(i) for i in batch))
+
+    def _micro_batches(self, group: list[Any]) -> list[list[Any]]:
+        size = self.micro_batch_size or len(group)
+        return [group[k : k + size] for k in range(0, len(group), size)]
+
+    def _sync(self, last: bool) -> AbstractContextManager[Any]:
+        return nullcontext() if last or self.no_sync is None else self.no_sync(True)
 
     def _role_groups(self, batch: list[Any]) -> list[tuple[str | None, list[Any]]]:
         """One group per role when roles have their own adapters, else the whole batch."""
@@ -171,7 +193,7 @@ def _length_grouped(
 
 
 def _weighted(parts: list[tuple[Loss, float]], names: tuple[str, ...]) -> Loss:
-    """Token-weighted metrics over role groups (one group unless roles have adapters)."""
+    """Metrics over a step's backward passes (role groups, micro-batches), weighted by share."""
     if len(parts) == 1:
         return parts[0][0]
     metrics = {

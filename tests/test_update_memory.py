@@ -1,0 +1,131 @@
+"""The update's memory bounds keep its numbers: answer-only logits, chunked log-softmax,
+micro-batches with gradient accumulation (train.micro_batch_size)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from selfplay.api.estimator import Sample
+from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.core.algorithms.dpo import DPO
+from selfplay.core.algorithms.pg import PolicyGradient
+from selfplay.core.algorithms.sft import SFT
+from selfplay.core.config import ConfigError, build_config
+from selfplay.core.models import scoring
+from selfplay.core.models.tiny import build_tiny
+from selfplay.core.train.reference import Reference
+from selfplay.core.train.update import Updater
+
+
+def samples(n: int, seed: int = 0) -> list[Sample]:
+    """Samples of uneven prompt and answer lengths, two per prompt (for DPO's pairs)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        if i % 2 == 0:
+            prompt = (1, *(rng.randrange(7, 100) for _ in range(rng.randint(5, 30))))
+        answer = (*(rng.randrange(7, 100) for _ in range(rng.randint(0, 6))), 2)
+        logprobs = tuple(-rng.random() * 3 for _ in answer)
+        out.append(Sample("g", "r", prompt, answer, logprobs, rng.uniform(-1, 1), prompt))
+    return out
+
+
+def run_update(objective, micro: int | None, epochs: int = 2, minibatches: int = 2):
+    """(gradients of each optimiser step, the update's metrics) on a fresh tiny model."""
+    model = build_tiny(seed=0)[0]
+    reference = Reference(model, model, lora=False, needed=True)
+    with torch.no_grad():  # a reference that differs from the policy, so the KL is not 0
+        for p in model.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    grads: list[list[torch.Tensor]] = []
+
+    def clip(module, optimizer, max_norm):
+        grads.append([p.grad.clone() for p in module.parameters()])
+        return torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm)
+
+    objective.bind(TrainSettings(update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01))
+    data = samples(14)
+    advantages = [s.reward for s in data]
+    items = objective.prepare(IterationData(data, advantages if objective.needs else None))
+    updater = Updater(
+        model, torch.optim.AdamW(model.parameters(), lr=1e-3), objective, 0,
+        backward=torch.Tensor.backward, clip_gradients=clip, epochs=epochs,
+        reference=reference, micro_batch_size=micro,
+    )  # fmt: skip
+    stats = updater.update(items, torch.Generator().manual_seed(3), minibatches)
+    return grads, stats.means()
+
+
+@pytest.mark.parametrize(
+    ("make", "micros"),
+    [(PolicyGradient, (1, 3)), (DPO, (2,)), (SFT, (3,))],
+    ids=["pg", "dpo", "sft"],
+)
+def test_micro_batches_give_the_whole_minibatch_gradients_and_metrics(make, micros):
+    whole_grads, whole = run_update(make(), micro=None)
+    assert whole["update_steps"] == 4
+    for micro in micros:
+        grads, metrics = run_update(make(), micro=micro)
+        assert len(grads) == len(whole_grads)
+        for step, (mine, theirs) in enumerate(zip(grads, whole_grads, strict=True)):
+            for a, b in zip(mine, theirs, strict=True):
+                assert torch.allclose(a, b, rtol=0, atol=1e-6), (micro, step)
+        assert metrics.keys() == whole.keys()
+        for key, value in whole.items():
+            assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (micro, key)
+
+
+def test_the_output_layer_sees_only_answer_positions():
+    model = build_tiny(seed=0)[0]
+    seen: list[tuple[int, ...]] = []
+    model.lm_head.register_forward_hook(lambda m, args, out: seen.append(tuple(args[0].shape)))
+    prompts, actions = [(1, *range(10, 40)), (1, 43)], [(50, 51, 2), (52,)]
+    scored = scoring.score(model, prompts, actions, pad_id=0)
+    assert seen == [(2, 3, model.config.hidden_size)]  # not 2 x 34 positions
+    assert scored.logp.shape == (2, 3)
+
+
+def test_chunked_log_softmax_equals_one_chunk(monkeypatch):
+    prompts = [s.prompt_ids for s in samples(8)]
+    actions = [s.token_ids for s in samples(8)]
+
+    def scored_and_grads():
+        model = build_tiny(seed=0)[0]
+        out = scoring.score(model, prompts, actions, pad_id=0)
+        ((out.logp + out.entropy) * out.mask).sum().backward()
+        return out, [p.grad for p in model.parameters()]
+
+    whole, whole_grads = scored_and_grads()
+    monkeypatch.setattr(scoring, "CHUNK_ELEMENTS", 3 * 107)  # three rows of the tiny vocabulary
+    chunked, grads = scored_and_grads()
+    assert torch.equal(whole.logp, chunked.logp) and torch.equal(whole.entropy, chunked.entropy)
+    for a, b in zip(grads, whole_grads, strict=True):
+        assert torch.allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_a_model_without_an_output_layer_is_scored_from_its_full_logits():
+    model = build_tiny(seed=0)[0]
+
+    class Plain(torch.nn.Module):  # no get_output_embeddings
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, **kwargs):
+            return self.inner(**kwargs)
+
+    prompts, actions = [(1, 40, 41), (1, 43)], [(50, 2), (52,)]
+    expected = scoring.score(model, prompts, actions, pad_id=0)
+    plain = scoring.score(Plain(), prompts, actions, pad_id=0)
+    assert scoring.output_layer(Plain()) is None
+    assert torch.equal(plain.logp, expected.logp)
+
+
+def test_micro_batch_size_must_be_positive():
+    assert build_config(overrides=["train.micro_batch_size=4"]).train.micro_batch_size == 4
+    assert build_config().train.micro_batch_size is None
+    with pytest.raises(ConfigError, match="micro_batch_size"):
+        build_config(overrides=["train.micro_batch_size=0"])
