@@ -284,18 +284,42 @@ def explain(err: ValidationError) -> str:
     for problem in err.errors():
         path = ".".join(str(p) for p in problem["loc"])
         if problem["type"] == "extra_forbidden":
-            valid = ", ".join(_fields_at(problem["loc"][:-1]))
-            lines.append(f"Unknown config key {path!r}. Valid keys here: {valid}.")
+            lines.append(_unknown_key(path, str(problem["loc"][-1]), problem["loc"][:-1]))
         else:
             lines.append(f"Config key {path!r}: {problem['msg']} (got {problem.get('input')!r}).")
     return "\n".join(lines)
 
 
-def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+def _unknown_key(path: str, key: str, loc: tuple[Any, ...]) -> str:
+    """The bad key, the closest valid one, and every valid key here with its description."""
+    import difflib
+
+    fields = _fields_at(loc)
+    close = [name for name in sorted(fields) if name.startswith(key)][:1]
+    close = close or difflib.get_close_matches(key, list(fields), n=1)
+    prefix = "".join(f"{part}." for part in loc)
+    hint = f" Did you mean {prefix + close[0]!r}?" if close else ""
+    valid = "\n".join(f"  {prefix}{name}: {text}" for name, text in sorted(fields.items()))
+    return f"Unknown config key {path!r}.{hint} Valid keys here:\n{valid}"
+
+
+def _fields_at(loc: tuple[Any, ...]) -> dict[str, str]:
+    """Key name -> description, for the config section at ``loc``."""
     model: type[BaseModel] = RunConfig
     for part in loc:
         annotation = model.model_fields[str(part)].annotation
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
+            return {}
         model = annotation
-    return sorted(model.model_fields)
+    return {name: _description(field) for name, field in model.model_fields.items()}
+
+
+def _description(field: Any) -> str:
+    """A key's description; a section without one is described by its first doc line."""
+    if field.description:
+        return field.description.strip()
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        doc = (annotation.__doc__ or "").strip().splitlines()
+        return f"{doc[0] if doc else 'A section'} (its keys: {', '.join(annotation.model_fields)})"
+    return "(no description)"

@@ -63,3 +63,19 @@ def test_zero_stage_3_is_refused_naming_stage_2():
     )
     with pytest.raises(ConfigError, match="use deepspeed_stage_2"):
         build_fabric(config)
+
+
+def test_cuda_on_a_machine_without_a_gpu_exits_2_with_the_fix(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["run", "--accelerator", "cuda", "--iterations", "1", "--out", "/nonexistent"]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "--accelerator cuda: this machine shows no CUDA GPU" in error
+    assert "use --accelerator cpu" in error
+
+
+def test_more_gpus_than_the_machine_has_are_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    config = build_config(None, {}, ["hardware.accelerator=cuda", "hardware.devices=2"])
+    with pytest.raises(ConfigError, match="asks for 2 GPUs, but this machine shows 1"):
+        build_fabric(config)

@@ -98,6 +98,8 @@ def test_games_lists_textarena_ids(textarena, capsys):
     names = json.loads(capsys.readouterr().out)
     assert {"textarena:TicTacToe-v0", "textarena:KuhnPoker-v0"} <= set(names)
     assert len(names) > 100
+    # one-player environments, which a run refuses, are not offered
+    assert not {"textarena:GuessTheNumber-v0", "textarena:2048-v0"} & set(names)
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch, capsys):

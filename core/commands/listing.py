@@ -13,7 +13,12 @@ from selfplay.plugins.manager import load
 def game_info(game_cls: Any, plugin: str) -> dict[str, Any]:
     options = {}
     for name, field in game_cls.Options.model_fields.items():
-        options[name] = {"default": field.get_default(), "description": field.description or ""}
+        required = field.is_required()
+        options[name] = {
+            "default": None if required else field.get_default(call_default_factory=True),
+            "required": required,
+            "description": field.description or "",
+        }
     return {
         "name": game_cls.name,
         "roles": list(game_cls.roles),
@@ -119,14 +124,19 @@ def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
     for header in ("name", "description and options", "plugin"):
         table.add_column(header)
     for row in rows:
-        options = "\n".join(
-            f"  {name} = {'(required)' if opt['required'] else repr(opt['default'])}: "
-            f"{opt['description']}"
-            for name, opt in row["options"].items()
-        )
         name = row["name"] + (f":{row['argument'].upper()}" if row.get("argument") else "")
-        table.add_row(name, f"{row['description']}\n{options}".strip(), row["plugin"])
+        text = f"{row['description']}\n{option_lines(row['options'])}".strip()
+        table.add_row(escape(name), escape(text), escape(row["plugin"]))
     return table
+
+
+def option_lines(options: dict[str, dict[str, Any]]) -> str:
+    """``  name = default: description``, one line per option; required ones say so."""
+    return "\n".join(
+        f"  {name} = {'(required)' if opt.get('required') else repr(opt['default'])}: "
+        f"{opt['description']}"
+        for name, opt in options.items()
+    )
 
 
 def games_table(rows: list[dict[str, Any]]) -> Table:
@@ -134,16 +144,12 @@ def games_table(rows: list[dict[str, Any]]) -> Table:
     for header in ("name", "roles", "players", "description and options"):
         table.add_column(header)
     for row in rows:
-        options = "\n".join(
-            f"  {name} = {opt['default']!r}: {opt['description']}"
-            for name, opt in row["options"].items()
-        )
+        text = escape(f"{row['description']}\n{option_lines(row['options'])}")
         table.add_row(
-            row["name"],
-            ", ".join(row["roles"]),
-            ", ".join(row["players"]),
-            f"{row['description']}\n{options}"
-            + (f"\n[yellow]{escape(row['clash'])}[/yellow]" if row.get("clash") else ""),
+            escape(row["name"]),
+            escape(", ".join(row["roles"])),
+            escape(", ".join(row["players"])),
+            text + (f"\n[yellow]{escape(row['clash'])}[/yellow]" if row.get("clash") else ""),
         )
     return table
 
@@ -158,8 +164,8 @@ def plugins_table(rows: list[dict[str, Any]]) -> Table:
         )
         status = "built-in" if row["builtin"] else row["entry_point"]
         if row["error"]:
-            status = f"[red]failed: {row['error']}[/red]"
+            status = f"[red]failed: {escape(row['error'])}[/red]"
         for warning in row.get("warnings", []):
             status += f"\n[yellow]{escape(warning)}[/yellow]"
-        table.add_row(row["name"], row["version"], registered, status)
+        table.add_row(escape(row["name"]), escape(str(row["version"])), escape(registered), status)
     return table

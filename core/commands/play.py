@@ -139,6 +139,10 @@ def scripted_opponent(spec: str) -> Opponent:
     return Opponent(ScriptedPolicy(player), f"the scripted player {player!r}", RunConfig())
 
 
+class InputEnded(Exception):
+    """The person's input ended (Ctrl-D, or piped moves ran out) before the match did."""
+
+
 class Human(Policy):
     """A person at the terminal: shown each prompt, asked for one answer."""
 
@@ -156,8 +160,8 @@ class Human(Policy):
         while True:
             try:
                 text = self.read(PROMPT).strip()
-            except EOFError:
-                raise KeyboardInterrupt from None
+            except EOFError:  # Ctrl-D, or the end of piped moves: a way to stop, not an error
+                raise InputEnded from None
             if text:
                 return bracketed(request.game, text)
 
@@ -202,7 +206,11 @@ def play_in_terminal(
     human = Human(say, read or console.input)
     seats = {r: human if r == human_role else rival.policy for r in game.roles}
     say(f"{game.name}: you are {human_role}, playing against {rival.label}.", style="bold")
-    state = _play(game, seats, seed, say)
+    try:
+        state = _play(game, seats, seed, say)
+    except InputEnded:
+        say("\nInput ended before the match did: no result.", style="bold")
+        return {}
     return _show_result(game, state, human_role, say)
 
 

@@ -25,6 +25,7 @@ def build_fabric(config: RunConfig) -> L.Fabric:
     accelerator = hw.accelerator
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+    _check_available(accelerator, hw.devices)
     strategy: Any = hw.strategy
     if is_deepspeed(hw.strategy):
         _check_deepspeed(hw.strategy, accelerator)
@@ -35,6 +36,28 @@ def build_fabric(config: RunConfig) -> L.Fabric:
     return L.Fabric(
         accelerator=accelerator, devices=hw.devices, strategy=strategy, precision=hw.precision
     )
+
+
+def _check_available(accelerator: str, devices: int) -> None:
+    """Name a missing device before Lightning raises a traceback about it."""
+    if accelerator == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            raise ConfigError(
+                f"--accelerator cuda: this machine shows no CUDA GPU (torch {torch.__version__}, "
+                f"{build}); use --accelerator cpu, or auto to take a GPU when there is one."
+            )
+        if devices > count:
+            raise ConfigError(
+                f"--devices {devices} asks for {devices} GPUs, but this machine shows {count}; "
+                f"pass --devices {count} or fewer."
+            )
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(
+            "--accelerator mps: Apple's Metal backend is not available on this machine; "
+            "use --accelerator cpu."
+        )
 
 
 def _check_deepspeed(strategy: str, accelerator: str) -> None:

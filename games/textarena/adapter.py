@@ -39,7 +39,14 @@ from pydantic import Field
 
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
-from selfplay.games.textarena.envs import Position, Rejected, Replay, check_players, env_ids
+from selfplay.games.textarena.envs import (
+    Position,
+    Rejected,
+    Replay,
+    check_players,
+    env_ids,
+    one_player,
+)
 from selfplay.plugins.hookspecs import hookimpl
 
 FAMILY = "textarena"
@@ -182,7 +189,8 @@ class TextArenaFamily:
         return game_class(member)
 
     def members(self) -> list[str]:
-        return env_ids()
+        """The ids a run can play: one-player environments (2048, Sudoku, ...) left out."""
+        return [env_id for env_id in env_ids() if not one_player(env_id)]
 
 
 @hookimpl

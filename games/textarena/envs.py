@@ -25,11 +25,14 @@ from __future__ import annotations
 import copy
 import difflib
 import importlib
+import importlib.util
 import random
+import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,7 @@ from selfplay.plugins.registry import PluginError, UnknownName
 
 INSTALL_HINT = "pip install 'selfplay-rl[textarena]' (or: pip install textarena)"
 PLAYERS = 2  # only two-player environments are adapted so far
+MANY_PLAYERS = re.compile(r"\b(?:TwoPlayer|\w*MultiPlayer)State\(")
 PLAYER_COUNTS = (1, 3, 4, 5, 6, 7, 8)  # tried to name the counts a rejected environment wants
 CACHE_SIZE = 2048  # cached positions per game object; a miss costs a replay, not a wrong answer
 
@@ -63,6 +67,22 @@ def env_ids() -> list[str]:
     from textarena.envs.registration import ENV_REGISTRY
 
     return sorted(ENV_REGISTRY)
+
+
+def one_player(env_id: str) -> bool:
+    """Whether ``env_id`` is a one-player environment, told from its source without making it:
+    its module builds TextArena's ``SinglePlayerState`` and no state of several players."""
+    from textarena.envs.registration import ENV_REGISTRY
+
+    entry = ENV_REGISTRY[env_id].entry_point
+    if not isinstance(entry, str):
+        return False
+    try:
+        spec = importlib.util.find_spec(entry.partition(":")[0])
+        source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+    except Exception:  # a module of TextArena's that does not even import: let the run say
+        return False
+    return "SinglePlayerState(" in source and not MANY_PLAYERS.search(source)
 
 
 def make_env(env_id: str, options: dict[str, Any]) -> Any:
