@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.types import Episode, Role
+from selfplay.api.types import Episode, Message, Role
 
 if TYPE_CHECKING:
     from selfplay.api.game import Game
@@ -75,12 +75,15 @@ class RewardContext:
     ``policy(name, max_new_tokens=None)`` returns a Policy by name: ``"learner"``, the
     learner's frozen ``"reference"``, a registered model name or a local model folder.
     ``device`` is the run's torch device (``"cuda:0"``), where a reward that runs a model of
-    its own (a reward model) puts it; None means the CPU.
+    its own (a reward model) puts it; None means the CPU. ``measure(name, messages)`` gives
+    ``(prompt tokens, context positions)`` of the named model for those messages, or None
+    when it cannot tell, so a judge can check at start-up that its prompt fits.
     """
 
     game: Game | None = None
     policy: Callable[..., Policy] | None = None
     device: str | None = None
+    measure: Callable[[str, Sequence[Message]], tuple[int, int] | None] | None = None
 
 
 class Reward(ABC):
@@ -97,6 +100,9 @@ class Reward(ABC):
     def __init__(self, **options: Any) -> None:
         self.options = self.Options(**options)
         self.context = RewardContext()
+        # lines for the person starting the run, said once after `bind` (a judge that chose a
+        # shorter template to fit its model)
+        self.notices: list[str] = []
 
     def applies_to(self, role: Role) -> bool:
         return self.role is None or role == self.role

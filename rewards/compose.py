@@ -181,6 +181,10 @@ class RewardPipeline:
         """Means per component and role, and each component's counters, of the last call."""
         return dict(self._metrics)
 
+    def notices(self) -> list[str]:
+        """Every component's lines for the person starting the run (see `Reward.notices`)."""
+        return [line for c in self.components for line in getattr(c.reward, "notices", [])]
+
     def notes(self) -> list[dict[str, list[dict[str, Any]]]]:
         """Per episode of the last call: ``{term label: that reward's notes}`` (see
         `Reward.notes`; a judge's raw answers), terms without notes left out."""

@@ -35,7 +35,14 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from selfplay.api.reward import Reward, RewardError, RewardOptions, RoleScores, TurnScores
+from selfplay.api.reward import (
+    Reward,
+    RewardContext,
+    RewardError,
+    RewardOptions,
+    RoleScores,
+    TurnScores,
+)
 from selfplay.api.types import Episode, Message, Role, Turn
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.rewards import judge_prompts as prompts
@@ -145,6 +152,49 @@ class Judge(Reward):
 
     def counters(self) -> dict[str, float]:
         return {key: float(value) for key, value in self._counts.items()}
+
+    def bind(self, context: RewardContext) -> None:
+        super().bind(context)
+        self._fit_template()
+
+    def _fit_template(self) -> None:
+        """Check that the prompt, before any match text, and the answer fit the judge model's
+        context; a default template too long for it gives way to its ``_compact`` version."""
+        used = self._measure(self.template)
+        if used is None:
+            return
+        tokens, room = used
+        answer = self.options.max_new_tokens
+        if tokens + answer <= room:
+            return
+        default = self.Options.model_fields["template"].default
+        name = self.options.template or DEFAULT_TEMPLATES[(self.mode, self.scope)]
+        if self.options.template == default and f"{name}_compact" in prompts.shipped():
+            compact = prompts.load_template(f"{name}_compact")
+            fits = self._measure(compact)
+            if fits is not None and fits[0] + answer <= room:
+                self.template = compact
+                self.notices.append(
+                    f"{self.name}: the {name} prompt takes {tokens} tokens before any match "
+                    f"text, more than the judge model {self.options.model!r} reads ({room} "
+                    f"positions, {answer} of them for the answer); judging with "
+                    f"{name}_compact ({fits[0]} tokens) instead."
+                )
+                return
+        raise RewardError(
+            f"{self.name}: the {name} prompt takes {tokens} tokens before any match text and "
+            f"the answer {answer} more, but the judge model {self.options.model!r} reads at "
+            f"most {room} positions. Pass a shorter template (reward_options.{self.name}."
+            f"template=FILE.txt), fewer max_new_tokens, or a judge model with a longer "
+            f"context (reward_options.{self.name}.model=NAME)."
+        )
+
+    def _measure(self, template: Any) -> tuple[int, int] | None:
+        """(tokens, context) of ``template`` with empty fields, as the judge model reads it."""
+        if self.context.measure is None:
+            return None
+        text = template.substitute(dict.fromkeys(prompts.PLACEHOLDERS, ""), scale=str(self.scale))
+        return self.context.measure(self.options.model, self._messages(text))
 
     def notes(self) -> list[list[dict[str, Any]]]:
         """The judge's raw answers of the last call, with what was read from them."""

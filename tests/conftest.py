@@ -7,6 +7,7 @@ import os
 import pytest
 
 os.environ["SELFPLAY_LOAD_PLUGINS"] = ""
+os.environ.setdefault("SELFPLAY_PLOTS", "0")  # runs in tests skip their PNG plots (test_report)
 
 
 @pytest.fixture(autouse=True)

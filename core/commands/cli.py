@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from selfplay import __version__
 from selfplay.core.commands.export import add_export_arguments, cmd_export
+from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
@@ -270,6 +271,11 @@ COMMANDS = {
         add_export_arguments,
     ),
     "show": (cmd_show, "read a run's matches turn by turn, with filters", add_show_arguments),
+    "report": (
+        cmd_report,
+        "write report.html: a run's curves and transcripts, or several runs compared",
+        add_report_arguments,
+    ),
 }
 
 

@@ -6,7 +6,8 @@
   and restored with checkpoints whenever a reward, the objective or the KL term needs it);
   with LoRA it is the same base with the reference's adapter weights swapped in, so no second
   copy of the weights exists.
-- anything else: a registered model name or a local model folder, loaded once.
+- anything else: a registered model name, a local model folder or a Hugging Face hub id
+  (``Org/Name``, through the Hugging Face cache), loaded once.
 
 A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
 tokenizer and sampling settings; the learner's and the reference's weights are shared, never
@@ -15,11 +16,12 @@ copied here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from selfplay.api.policy import Policy
+from selfplay.api.types import Message
 from selfplay.core.config import ConfigError, RunConfig
 
 
@@ -35,6 +37,18 @@ class RewardModels:
         if key not in self._made:
             self._made[key] = self._make(name, max_new_tokens)
         return self._made[key]
+
+    def measure(self, name: str, messages: Sequence[Message]) -> tuple[int, int] | None:
+        """(prompt tokens, context positions) of model ``name`` for ``messages``; None for a
+        model that is not a Hugging Face model in memory (a served or scripted one)."""
+        policy: Any = self(name)
+        tokenizer, model = getattr(policy, "tokenizer", None), getattr(policy, "model", None)
+        context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if tokenizer is None or not context or not hasattr(policy, "render"):
+            return None
+        special = not tokenizer.chat_template
+        ids = tokenizer(policy.render(messages), add_special_tokens=special, verbose=False)
+        return len(ids["input_ids"]), int(context)
 
     def _make(self, name: str, max_new_tokens: int | None) -> Policy:
         if name == "learner":
@@ -60,7 +74,7 @@ class RewardModels:
         other = self.config.model_copy(
             update={"model": name, "model_options": {}, "generation": generation}
         )
-        policy = build_learner(other)
+        policy = build_learner(other, what="The judge model")
         policy.name = f"judge:{name}"
         return policy
 

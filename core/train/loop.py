@@ -22,12 +22,14 @@ from typing import Any
 import lightning as L
 import torch
 import torch.distributed
+from rich.markup import escape
 
 from selfplay.api.objective import IterationData
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core import faults
+from selfplay.core.commands.plots import plots_at_the_end
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
@@ -57,6 +59,7 @@ from selfplay.core.train.samples import (
     finite_advantages,
     finite_samples,
     reference_answers,
+    untrained_message,
 )
 from selfplay.core.train.seating import Seats, seat_matches
 from selfplay.core.train.snapshots import SnapshotStore
@@ -146,9 +149,11 @@ class Trainer:
         from selfplay.core.models.reward_models import RewardModels
 
         models = RewardModels(config, self.learner, self.reference)
-        self.reward.bind(
-            RewardContext(game=self.game, policy=models, device=str(self.fabric.device))
-        )
+        device = str(self.fabric.device)
+        context = RewardContext(self.game, models, device, measure=models.measure)
+        self.reward.bind(context)
+        for line in self.reward.notices():
+            self._say(f"[yellow]note:[/yellow] {escape(line)}")
         path = self.folder.path if self.folder else config.resume or config.out
         self.shared_path = shared = Path(self._shared_folder(path))
         store = SnapshotStore(shared / "pool", self.learner, config.lora.enabled, self.main)
@@ -225,6 +230,10 @@ class Trainer:
                     break
             after = self.evaluate()
             display.summary(before, after, self.progress.before_tasks, self._task_metrics())
+            if message := untrained_message(rows, self.folder and self.folder.path):
+                self._say(f"[yellow]{escape(message)}[/yellow]")
+        if self.main and self.folder:
+            plots_at_the_end(self.folder.path, lambda text: self._say(escape(text)))
         if self.tensorboard is not None:
             self.tensorboard.finalize("success")
         result = TrainResult(self.folder, rows, before, after)

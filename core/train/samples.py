@@ -172,6 +172,29 @@ def unscored_message(iteration: int, streak: int, reward: Any) -> str:
     )
 
 
+def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None:
+    """What to say at the end of a run that trained on nothing (None when it trained)."""
+    if not rows or "update_steps" not in rows[0] or any(r.get("update_steps") for r in rows):
+        return None
+    totals: dict[str, list[float]] = {}
+    for row in rows:
+        for key, value in row.items():
+            if key.startswith("reward/") and key.endswith("/asked"):
+                term = key.split("/")[1]
+                unreadable = row.get(f"reward/{term}/unparsable", 0) or 0
+                counts = totals.setdefault(term, [0.0, 0.0])
+                counts[0], counts[1] = counts[0] + (value or 0), counts[1] + unreadable
+    show = f"`selfplay show {folder}`" if folder else "`selfplay show RUN_DIR`"
+    if totals and all(asked and asked == bad for asked, bad in totals.values()):
+        counts = ", ".join(f"{t} {int(b)} of {int(a)}" for t, (a, b) in totals.items())
+        return (
+            f"0 samples trained: every judge answer was unreadable ({counts}) — see "
+            f"{show[:-1]} --unreadable`. A judge model must answer in the asked form "
+            '("Score: N"); the tiny model cannot: judge with a larger one.'
+        )
+    return f"0 samples trained: no learner turn got a score — see {show}."
+
+
 def check_scored(iteration: int, episodes: Sequence[Episode], samples: Sequence[Sample],
                  streak: int, trainer: Any) -> int:  # fmt: skip
     """The new streak of iterations in which no learner turn was scored; stops at MAX_UNSCORED.

@@ -1,0 +1,300 @@
+"""The figures of a run report, drawn with matplotlib into PNG bytes.
+
+Each figure is a function of the runs (`RunData`, one or several: their curves overlay, one
+colour per run) that returns PNG bytes, or None when no run has its metrics (a game without
+scripted players has no evaluation curve; only a pool sampler logs Elo ratings). `selfplay
+report` embeds them in one HTML page; at the end of every run `write_plots` saves them as
+``RUN_DIR/plots/*.png`` when matplotlib is installed (``SELFPLAY_PLOTS=0`` turns that off).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selfplay.api.errors import ConfigError
+
+INSTALL = 'pip install "selfplay-rl[report]"'
+COUNTERS = {"asked", "unparsable", "stripped", "copies", "passed", "error", "checked"}
+
+
+@dataclass
+class RunData:
+    """One run folder's metrics, as columns of floats (missing cells are NaN)."""
+
+    path: Path
+    label: str
+    columns: dict[str, list[float]] = field(default_factory=dict)
+    crossplay: list[dict[str, str]] = field(default_factory=list)
+
+    def series(self, key: str) -> tuple[list[float], list[float]]:
+        """(iterations, values) of ``key`` where it has a value."""
+        pairs = [
+            (x, y)
+            for x, y in zip(
+                self.columns.get("iteration", []), self.columns.get(key, []), strict=False
+            )
+            if not math.isnan(y)
+        ]
+        return [x for x, _ in pairs], [y for _, y in pairs]
+
+    def keys(self, prefix: str, suffix: str = "") -> list[str]:
+        return sorted(k for k in self.columns if k.startswith(prefix) and k.endswith(suffix))
+
+
+def read_run(path: Path, label: str | None = None) -> RunData:
+    path = Path(path)
+    metrics = path / "metrics.csv"
+    if not metrics.is_file():
+        raise ConfigError(
+            f"{path} has no metrics.csv: pass a run folder that trained at least one iteration."
+        )
+    with metrics.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    names = list(rows[0]) if rows else []
+    columns = {name: [_number(row.get(name)) for row in rows] for name in names}
+    crossplay = []
+    if (path / "crossplay.csv").is_file():
+        with (path / "crossplay.csv").open(newline="", encoding="utf-8") as handle:
+            crossplay = list(csv.DictReader(handle))
+    return RunData(path, label or path.name, columns, crossplay)
+
+
+def _number(text: str | None) -> float:
+    try:
+        return float(text) if text not in (None, "") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend; a clear error when not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError(
+            f"The report's plots are drawn with matplotlib, which is not installed: {INSTALL}."
+        ) from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(
+    runs: Sequence[RunData], title: str, panels: Sequence[tuple[str, Callable[[Any, RunData], int]]]
+) -> bytes | None:
+    """One row of panels; ``draw(ax, run)`` plots a run's lines and returns how many."""
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.4), squeeze=False)
+    drawn = 0
+    for ax, (name, draw) in zip(axes[0], panels, strict=True):
+        lines = sum(draw(ax, run) for run in runs)
+        drawn += lines
+        if not lines:  # a panel without data (no judge, no PSRO) is left out
+            fig.delaxes(ax)
+            continue
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("iteration")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    png = None
+    if drawn:
+        kept = len(fig.axes)
+        fig.set_size_inches(5.2 * kept, 3.4)
+        for k, ax in enumerate(fig.axes):
+            ax.set_subplotspec(fig.add_gridspec(1, kept)[0, k])
+        fig.suptitle(title, fontsize=12)
+        fig.tight_layout()
+        png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return buffer.getvalue()
+
+
+def _lines(keys: Callable[[RunData], list[str]], name: Callable[[str], str], several: bool):
+    def draw(ax: Any, run: RunData) -> int:
+        count = 0
+        for key in keys(run):
+            x, y = run.series(key)
+            if x:
+                label = f"{run.label}: {name(key)}" if several else name(key)
+                ax.plot(x, y, marker="." if len(x) < 30 else None, label=label)
+                count += 1
+        return count
+
+    return draw
+
+
+def win_rates(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+
+    def draw(ax: Any, run: RunData) -> int:
+        count = 0
+        for key in run.keys("eval/", "/win_rate"):
+            x, y = run.series(key)
+            if not x:
+                continue
+            opponent = key.split("/")[1]
+            label = f"{run.label}: {opponent}" if several else opponent
+            (line,) = ax.plot(x, y, marker=".", label=label)
+            _, low = run.series(key + "_low")
+            _, high = run.series(key + "_high")
+            if len(low) == len(x) == len(high):
+                ax.fill_between(x, low, high, alpha=0.15, color=line.get_color())
+            count += 1
+        ax.set_ylim(-0.02, 1.02)
+        return count
+
+    return _figure(runs, "Evaluation: win rate vs each opponent (95% interval)", [("", draw)])
+
+
+def rewards(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+
+    def keys(run: RunData) -> list[str]:
+        return [
+            k for k in run.keys("reward/") if k.count("/") == 2 and k.split("/")[2] not in COUNTERS
+        ]
+
+    def name(key: str) -> str:
+        return key.removeprefix("reward/").replace("/", " @ ")
+
+    return _figure(
+        runs,
+        "Reward components per role",
+        [("mean reward", _lines(lambda r: ["mean_reward"], lambda k: k, several)),
+         ("components", _lines(keys, name, several))],
+    )  # fmt: skip
+
+
+def training(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+    return _figure(
+        runs,
+        "The update: loss, KL to the reference, entropy",
+        [(k, _lines(lambda r, k=k: [k], lambda k: k, several)) for k in ("loss", "kl", "entropy")],
+    )  # fmt: skip
+
+
+def exploitability(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+    draw = _lines(lambda r: r.keys("exploitability/"), lambda k: k.split("/", 1)[1], several)
+    return _figure(runs, "Exploitability (0 = a Nash equilibrium)", [("", draw)])
+
+
+def ratings(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+    elo = _lines(lambda r: r.keys("elo/"), lambda k: k.split("/", 1)[1], several)
+    mixture = _lines(lambda r: r.keys("psro/sigma/"), lambda k: k.split("/", 2)[2], several)
+    return _figure(
+        runs, "Ratings and the PSRO mixture", [("Elo", elo), ("PSRO mixture weight", mixture)]
+    )
+
+
+def faults(runs: Sequence[RunData]) -> bytes | None:
+    several = len(runs) > 1
+
+    def draw_unreadable(ax: Any, run: RunData) -> int:
+        count = 0
+        for asked_key in run.keys("reward/", "/asked"):
+            term = asked_key.split("/")[1]
+            x, asked = run.series(asked_key)
+            _, bad = run.series(f"reward/{term}/unparsable")
+            if x and len(bad) == len(asked):
+                rate = [b / a if a else math.nan for a, b in zip(asked, bad, strict=True)]
+                ax.plot(x, rate, marker=".", label=f"{run.label}: {term}" if several else term)
+                ax.set_ylim(-0.02, 1.02)
+                count += 1
+        return count
+
+    invalid = _lines(lambda r: ["invalid_rate"], lambda k: "invalid moves", several)
+    return _figure(
+        runs,
+        "Invalid moves and unreadable judge answers (share)",
+        [("invalid-move rate", invalid), ("judge answers unreadable", draw_unreadable)],
+    )
+
+
+def crossplay(run: RunData) -> bytes | None:
+    """The last cross-play table of ``run`` as a heat map: mean payoff of row vs column."""
+    if not run.crossplay:
+        return None
+    holders = sorted({row["holder"] for row in run.crossplay})
+    opponents = sorted({row["opponent"] for row in run.crossplay})
+    grid = [[math.nan] * len(opponents) for _ in holders]
+    for row in run.crossplay:
+        grid[holders.index(row["holder"])][opponents.index(row["opponent"])] = _number(
+            row.get("mean_payoff")
+        )
+    plt = pyplot()
+    width = max(4.5, 1.6 + 0.6 * len(opponents))
+    fig, ax = plt.subplots(figsize=(width, 1.6 + 0.45 * len(holders)))
+    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1)
+    ax.set_xticks(range(len(opponents)), opponents, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(holders)), holders, fontsize=7)
+    ax.set_title(f"{run.label}\ncross-play: mean payoff of row vs column", fontsize=10)
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+FIGURES: dict[str, Callable[[Sequence[RunData]], bytes | None]] = {
+    "win_rates": win_rates,
+    "rewards": rewards,
+    "training": training,
+    "exploitability": exploitability,
+    "ratings": ratings,
+    "faults": faults,
+}
+
+
+def figures(runs: Sequence[RunData]) -> dict[str, bytes]:
+    """Every figure that has data, by name (cross-play maps one per run)."""
+    drawn = {name: make(runs) for name, make in FIGURES.items()}
+    for run in runs:
+        drawn[f"crossplay-{run.label}" if len(runs) > 1 else "crossplay"] = crossplay(run)
+    return {name: png for name, png in drawn.items() if png}
+
+
+def write_plots(folder: Path) -> list[Path]:
+    """``folder/plots/NAME.png`` for every figure of the run; nothing when matplotlib is
+    missing or ``SELFPLAY_PLOTS=0``."""
+    if os.environ.get("SELFPLAY_PLOTS", "1") == "0":
+        return []
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return []
+    out = Path(folder) / "plots"
+    out.mkdir(exist_ok=True)
+    written = []
+    for name, png in figures([read_run(folder)]).items():
+        path = out / f"{name}.png"
+        path.write_bytes(png)
+        written.append(path)
+    return written
+
+
+def plots_at_the_end(folder: Path, say: Callable[[str], None]) -> None:
+    """`write_plots` for the loop: a failure to draw is a warning, never the run's end."""
+    try:
+        write_plots(folder)
+    except Exception as err:  # a broken matplotlib, an odd metrics.csv: the run still succeeded
+        say(f"warning: the plots in {folder}/plots were not drawn ({type(err).__name__}: {err}).")

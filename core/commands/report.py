@@ -1,0 +1,164 @@
+"""`selfplay report`: one self-contained HTML page about one run, or several compared.
+
+    selfplay report runs/NAME                  -> runs/NAME/report.html
+    selfplay report runs/A runs/B --out ab.html
+
+The page holds the runs' settings, every figure of `selfplay.core.commands.plots` as an
+embedded PNG (curves of several runs overlay), and a few transcripts of the first and the
+last iteration of each run. Nothing is fetched when it is opened: no script, no font, no
+stylesheet from elsewhere; it can be mailed or archived as one file. Text a model wrote is
+escaped, so it shows as text and never acts as markup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.types import Episode
+from selfplay.verifiers.printable import printable
+
+TRANSCRIPTS = 2  # matches shown from the first and from the last iteration of each run
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; }
+td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+img { max-width: 100%; display: block; margin: 1em 0; }
+pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; font-size: 0.85em; }
+.turn { margin-left: 1em; } .invalid { color: #b00; } .muted { color: #777; }
+"""
+SETTINGS = ("game", "model", "reward", "opponent", "estimator", "objective", "matches", "seed")
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders (several: compared)")
+    add("--out", type=Path, help="the HTML file; default RUN_DIR/report.html, or ./report.html")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    out = args.out or (args.runs[0] / "report.html" if len(args.runs) == 1 else Path("report.html"))
+    path = write_report(args.runs, out)
+    print(f"Wrote {path}")
+    return 0
+
+
+def write_report(folders: list[Path], out: Path) -> Path:
+    from selfplay.core.commands.plots import figures, read_run
+
+    labels = _labels(folders)
+    runs = [read_run(folder, label) for folder, label in zip(folders, labels, strict=True)]
+    drawn = figures(runs)
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>selfplay report: {_e(', '.join(labels))}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>selfplay report: {_e(', '.join(labels))}</h1>",
+        _settings(folders, labels, runs),
+        "<h2>Curves</h2>",
+    ]
+    if not drawn:
+        parts.append('<p class="muted">No metric to plot yet.</p>')
+    for name, png in drawn.items():
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f'<img alt="{_e(name)}" src="data:image/png;base64,{data}">')
+    for folder, label in zip(folders, labels, strict=True):
+        parts.append(f"<h2>Transcripts: {_e(label)}</h2>")
+        parts.extend(_transcripts(folder))
+    parts.append("</body></html>")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(parts), encoding="utf-8")
+    return out
+
+
+def _labels(folders: list[Path]) -> list[str]:
+    """The runs' folder names, made unique with their parents when two share a name."""
+    for folder in folders:
+        if not (Path(folder) / "config.yaml").is_file():
+            raise ConfigError(
+                f"{folder} is not a run folder (no config.yaml); pass folders such as runs/NAME."
+            )
+    names = [Path(f).name for f in folders]
+    return [
+        f"{Path(f).parent.name}/{n}" if names.count(n) > 1 else n
+        for f, n in zip(folders, names, strict=True)
+    ]
+
+
+def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
+    from selfplay.core.train.run_folder import read_config_data
+
+    rows = ["<table><tr><th>run</th>", *(f"<th>{k}</th>" for k in SETTINGS)]
+    rows.append("<th>iterations</th><th>last mean reward</th></tr>")
+    for folder, label, run in zip(folders, labels, runs, strict=True):
+        data = read_config_data(folder)
+        cells = "".join(f"<td>{_e(str(data.get(key, '')))}</td>" for key in SETTINGS)
+        done = len(run.columns.get("iteration", []))
+        _, reward = run.series("mean_reward")
+        last = f"{reward[-1]:+.3f}" if reward else ""
+        rows.append(f"<tr><td>{_e(label)}</td>{cells}<td>{done}</td><td>{last}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _transcripts(folder: Path) -> list[str]:
+    from selfplay.core.train.episode_log import episode_iteration, iter_numbered
+    from selfplay.core.train.run_folder import read_config_data
+
+    log = Path(folder) / "episodes.jsonl"
+    if not log.is_file():
+        return ['<p class="muted">No episodes.jsonl.</p>']
+    matches = int(read_config_data(folder).get("matches") or 1)
+    first: list[tuple[int, Episode]] = []
+    last: list[tuple[int, Episode]] = []
+    for line, episode in iter_numbered(log):
+        iteration = episode_iteration(episode, line, matches)
+        if not first or (first[0][0] == iteration and len(first) < TRANSCRIPTS):
+            first.append((iteration, episode))
+        if last and last[0][0] != iteration:
+            last = []
+        if len(last) < TRANSCRIPTS:
+            last.append((iteration, episode))
+    shown = first + ([] if last and first and last[0][0] == first[0][0] else last)
+    return [_episode_html(iteration, episode) for iteration, episode in shown]
+
+
+def _episode_html(iteration: int, episode: Episode) -> str:
+    seats = ", ".join(f"{r}={h}" for r, h in episode.seats.items())
+    payoffs = ", ".join(f"{r} {v:+g}" for r, v in episode.outcome.items())
+    parts = [
+        f"<h3>iteration {iteration} · {_e(episode.game)} seed {episode.seed}</h3>",
+        f'<p class="muted">{_e(seats)} · payoffs {_e(payoffs)}</p>',
+    ]
+    per_turn = episode.record.get("rewards", {}).get("turns") or []
+    for i, turn in enumerate(episode.turns):
+        parts.append(
+            f'<div class="turn{"" if turn.valid else " invalid"}"><b>{_e(turn.role)}</b> '
+            f"({_e(turn.seat)}){'' if turn.valid else ' · invalid: ' + _e(turn.reason or '')}"
+        )
+        if turn.prompt:
+            parts.append(f'<pre class="muted">{_e(turn.prompt[-1].content)}</pre>')
+        parts.append(f"<pre>{_e(turn.text)}</pre>")
+        if i < len(per_turn) and per_turn[i]:
+            shares = ", ".join(f"{k} {v}" for k, v in per_turn[i].items())
+            parts.append(f'<span class="muted">reward: {_e(shares)}</span>')
+        parts.append("</div>")
+    for term, notes in episode.record.get("notes", {}).items():
+        for note in notes:
+            read = "unreadable" if note.get("score") is None else f"read as {note['score']}"
+            parts.append(
+                f"<p>{_e(term)} ({_e(read)}): <code>{_e(note.get('answer', ''))}</code></p>"
+            )
+    return "\n".join(parts)
+
+
+def _e(text: str) -> str:
+    """Escaped for HTML, control characters made visible."""
+    return html.escape(printable(str(text)))

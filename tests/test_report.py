@@ -1,0 +1,133 @@
+"""`selfplay report`: one self-contained HTML page; PNG plots at the end of a run."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.commands.cli import main
+from selfplay.core.commands.plots import write_plots
+from selfplay.core.config import RunConfig
+from selfplay.core.train.episode_log import write_episodes
+from selfplay.core.train.run_folder import config_text
+
+pytest.importorskip("matplotlib")
+
+HEADER = (
+    "iteration,mean_reward,invalid_rate,reward/outcome/player_0,reward/judge/asked,"
+    "reward/judge/unparsable,loss,kl,entropy,eval/random/win_rate,eval/random/win_rate_low,"
+    "eval/random/win_rate_high,exploitability/last,elo/learner,psro/sigma/learner"
+)
+SCRIPT = "<script>alert('x')</script>"
+
+
+def fake_run(root: Path, name: str, shift: float) -> Path:
+    """A run folder as `selfplay run` leaves it, written directly (no training)."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(config_text(RunConfig(game="tictactoe", matches=1)))
+    rows = [
+        f"{i},{0.1 * i + shift},{0.5 / i},{shift},4,{4 - i},{1 / i},{0.01 * i},{2 - 0.1 * i},"
+        f"{0.2 * i},{0.1 * i},{0.3 * i},{1 / i},{1000 + i},0.5"
+        for i in range(1, 4)
+    ]
+    (folder / "metrics.csv").write_text("\n".join([HEADER, *rows]) + "\n")
+    (folder / "crossplay.csv").write_text(
+        "holder,opponent,mean_payoff,matches\nlearner,snapshot:0,0.5,4\nsnapshot:0,learner,-0.5,4\n"
+    )
+    turns = (Turn("player_0", "learner", (Message("user", "Your move?"),), SCRIPT, None, False),)
+    write_episodes(
+        folder / "episodes.jsonl",
+        [Episode("tictactoe", seed, {"player_0": "learner", "player_1": "learner"}, turns,
+                 {"player_0": -1.0, "player_1": 1.0}) for seed in (101, 102, 103)],
+    )  # fmt: skip
+    return folder
+
+
+@pytest.fixture
+def two_runs(tmp_path) -> list[Path]:
+    return [fake_run(tmp_path, "alpha", 0.0), fake_run(tmp_path, "beta", 0.5)]
+
+
+def images(page: str) -> list[bytes]:
+    found = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    return [base64.b64decode(data) for data in found]
+
+
+def test_a_report_of_two_runs_is_one_self_contained_page(two_runs, tmp_path, capsys):
+    out = tmp_path / "compare.html"
+    assert main(["report", *map(str, two_runs), "--out", str(out)]) == 0
+    assert f"Wrote {out}" in capsys.readouterr().out
+    page = out.read_text()
+    pngs = images(page)
+    # win rates, rewards, the update, exploitability, ratings, faults, two cross-play maps
+    assert len(pngs) == 8 and all(png.startswith(b"\x89PNG") for png in pngs)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing fetched
+    assert "<script" not in page and "&lt;script&gt;" in page  # model text is escaped
+    assert "<td>alpha</td>" in page and "<td>beta</td>" in page
+    assert "iteration 1 · tictactoe seed 101" in page  # the first iteration's transcript
+    assert "iteration 3 · tictactoe seed 103" in page  # and the last one's
+
+
+def test_one_run_gets_its_report_in_its_folder(two_runs):
+    assert main(["report", str(two_runs[0])]) == 0
+    assert (two_runs[0] / "report.html").is_file()
+
+
+def test_a_report_without_matplotlib_names_the_extra(two_runs, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["report", str(two_runs[0])]) == 2
+    assert 'pip install "selfplay-rl[report]"' in " ".join(capsys.readouterr().err.split())
+    assert write_plots(two_runs[0]) == []  # the end of a run goes on without plots
+
+
+def test_write_plots_saves_pngs_unless_turned_off(two_runs, monkeypatch):
+    monkeypatch.setenv("SELFPLAY_PLOTS", "0")
+    assert write_plots(two_runs[0]) == []
+    monkeypatch.setenv("SELFPLAY_PLOTS", "1")
+    names = {p.name for p in write_plots(two_runs[0])}
+    assert {"win_rates.png", "rewards.png", "training.png", "crossplay.png"} <= names
+    assert all((two_runs[0] / "plots" / n).stat().st_size > 1000 for n in names)
+
+
+def test_a_run_ends_with_its_plots(tmp_path, monkeypatch):
+    monkeypatch.setenv("SELFPLAY_PLOTS", "1")
+    args = ["run", "--cold-start", "0", "--iterations", "1", "--matches", "2"]
+    args += ["--set", "eval.matches=2", "--set", "threads=1", "--out", str(tmp_path), "--name", "r"]
+    threads = torch.get_num_threads()
+    try:
+        assert main(args) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert (tmp_path / "r" / "plots" / "training.png").is_file()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (Debian: apt-get install chromium)")
+def test_the_report_renders_in_a_headless_browser(two_runs, tmp_path):
+    import matplotlib.image
+
+    out = tmp_path / "r.html"
+    assert main(["report", *map(str, two_runs), "--out", str(out)]) == 0
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1100,1400", f"--screenshot={shot}", out.as_uri()],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert shot.is_file(), "chromium wrote no screenshot"
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    # the page shows the plots: plenty of non-white pixels, and coloured (not grey) lines
+    assert (pixels.min(axis=2) < 0.9).mean() > 0.03
+    spread = pixels.max(axis=2) - pixels.min(axis=2)
+    assert (spread > 0.3).mean() > 0.002
