@@ -1,4 +1,6 @@
-"""A model by name: a registered one (``tiny``, ``smollm2-135m``) or a local model folder."""
+"""A model by name: a registered one (``tiny``, ``smollm2-135m``), a local model folder, or a
+Hugging Face hub id (``Org/Name[@revision]``, through the Hugging Face cache: core/models/hub.py).
+"""
 
 from __future__ import annotations
 
@@ -7,35 +9,45 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy
+from selfplay.core.models.hub import hub_folder, is_hub_id
 from selfplay.plugins.manager import registries
 
 
-def build_learner(config: Any) -> Policy:
-    """The policy ``config.model`` names, with the run's generation settings and seed."""
+def build_learner(config: Any, what: str = "--model") -> Policy:
+    """The policy ``config.model`` names, with the run's generation settings and seed;
+    ``what`` names the option in errors."""
     generation = config.generation.model_dump()
     options: dict[str, Any] = {"seed": config.seed, **generation, **config.model_options}
     models = registries().models
     if config.model in models:
         return models.get(config.model)(**options)
     path = Path(config.model).expanduser()
+    if not path.is_dir() and is_hub_id(config.model):
+        return _from_folder(hub_folder(config.model, what), options, what, config.model)
     if path.is_dir():
-        from selfplay.core.models.hf_policy import HFPolicy
-
         check_model_folder(path)
-        try:
-            return HFPolicy.from_pretrained(path, **options)
-        except ImportError as err:  # an attention kernel or dtype this machine lacks
-            raise ConfigError(str(err)) from None
-        except (OSError, ValueError) as err:  # damaged or foreign files
-            raise ConfigError(
-                f"--model {path}: the folder cannot be loaded as a Hugging Face model "
-                f"({type(err).__name__}: {str(err).strip().splitlines()[0]})."
-            ) from None
+        return _from_folder(path, options, what)
     raise ConfigError(
-        f"Model {config.model!r} is neither a registered model "
-        f"({', '.join(sorted(models.entries))}) nor a local Hugging Face model folder. "
-        "Nothing is downloaded at run time: pass a folder."
+        f"{what} {config.model!r} is neither a registered model "
+        f"({', '.join(sorted(models.entries))}), a local Hugging Face model folder, nor a "
+        "Hugging Face hub id (Org/Name)."
     )
+
+
+def _from_folder(path: Path, options: dict[str, Any], what: str, name: str | None = None) -> Policy:
+    from selfplay.core.models.hf_policy import HFPolicy
+
+    if name is not None:
+        options = {"name": name, **options}
+    try:
+        return HFPolicy.from_pretrained(path, **options)
+    except ImportError as err:  # an attention kernel or dtype this machine lacks
+        raise ConfigError(str(err)) from None
+    except (OSError, ValueError) as err:  # damaged or foreign files
+        raise ConfigError(
+            f"{what} {name or path}: the folder {path} cannot be loaded as a Hugging Face "
+            f"model ({type(err).__name__}: {str(err).strip().splitlines()[0]})."
+        ) from None
 
 
 # what a folder written by save_pretrained holds: one of each group
