@@ -103,6 +103,12 @@ class HardwareConfig(BaseModel):
         default="auto", description="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps."
     )
     devices: int = Field(default=1, ge=1, description="Processes / devices.")
+    num_nodes: int = Field(
+        default=1,
+        ge=1,
+        description="Machines, each running `devices` processes; launch every one with "
+        "torchrun or SLURM (see README, Many machines).",
+    )
     strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
     precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")
 

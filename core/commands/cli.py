@@ -78,6 +78,7 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
     given = (
         ("accelerator", args.accelerator),
         ("devices", args.devices),
+        ("num_nodes", args.num_nodes),
         ("strategy", args.strategy),
         ("precision", args.precision),
     )
@@ -92,7 +93,7 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--game", help="registered game (see `selfplay games`); default tictactoe")
-    add("--model", help="registered model name or local HF model folder; default tiny")
+    add("--model", help="registered model, local HF model folder or hub id; default tiny")
     add("--reward", help="reward expression; default outcome")
     add("--opponent", help="opponent sampler, e.g. latest or fixed:random; default latest")
     add("--estimator", help="advantage estimator; default rae")
@@ -107,6 +108,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--eval-every", type=int, metavar="N", help="evaluate every N iterations")
     add("--accelerator", help="auto (cuda when a GPU is visible, else cpu), cpu, cuda, mps")
     add("--devices", type=int, help="processes/devices (Lightning Fabric)")
+    add("--num-nodes", type=int, metavar="N", help="machines; launch with torchrun or SLURM")
     add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
     add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")

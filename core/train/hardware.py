@@ -34,7 +34,11 @@ def build_fabric(config: RunConfig) -> L.Fabric:
         strategy = STRATEGY_REGISTRY.get(hw.strategy)
         strategy.config.setdefault("gradient_clipping", config.train.max_grad_norm)
     return L.Fabric(
-        accelerator=accelerator, devices=hw.devices, strategy=strategy, precision=hw.precision
+        accelerator=accelerator,
+        devices=hw.devices,
+        num_nodes=hw.num_nodes,
+        strategy=strategy,
+        precision=hw.precision,
     )
 
 

@@ -81,6 +81,8 @@ def prepare_learner(
         role_context=_role_context(config, model),
         micro_batch_size=train.micro_batch_size,
         no_sync=_no_sync(fabric, model),
+        processes=fabric.world_size,
+        reduce=_summed(fabric),
     )
     learner.role_context = updater.role_context
     return Prepared(model, optimizer, reference, updater)
@@ -91,6 +93,16 @@ def _no_sync(fabric: L.Fabric, model: Any) -> Callable[[bool], Any] | None:
     if fabric.world_size == 1 or getattr(fabric.strategy, "_backward_sync_control", None) is None:
         return None
     return lambda skip: fabric.no_backward_sync(model, enabled=skip)
+
+
+def _summed(fabric: L.Fabric) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A tensor summed over every process (on the device, for NCCL), back on the CPU."""
+
+    def reduce(tensor: torch.Tensor) -> torch.Tensor:
+        total = fabric.all_reduce(tensor.float().to(fabric.device), reduce_op="sum")
+        return total.cpu().double()
+
+    return reduce
 
 
 def _role_context(config: RunConfig, model: Any) -> Callable[[str], Any] | None:

@@ -11,7 +11,9 @@ and back-propagated a few items at a time, each loss weighted by its share of th
 minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
 of a step synchronises gradients, so processes whose minibatches split differently still
-meet in the same collective.
+meet in the same collective; and since DDP averages gradients over processes, each loss is
+scaled by ``processes * mine / everyone's`` weight, so the step is the mean over every
+process's minibatch, as one process would take it over all of them.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class Updater:
     micro_batch_size: int | None = None  # items per backward pass; None: the whole minibatch
     # ``no_sync(True)``: a context in which a backward pass does not synchronise gradients
     no_sync: Callable[[bool], AbstractContextManager[Any]] | None = None
+    processes: int = 1
+    reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # sum over processes
     nonfinite_streak: int = 0
 
     def update(
@@ -107,6 +111,7 @@ class Updater:
         self.optimizer.zero_grad(set_to_none=True)
         weight = self.objective.weight
         total = weight(batch)
+        scale = self._process_scale(total)
         passes = [
             (role, micro) for role, group in self._role_groups(batch)
             for micro in self._micro_batches(group)
@@ -120,12 +125,19 @@ class Updater:
                 if not math.isfinite(result.loss.item()):
                     self._nonfinite(stats)
                     return
-                self.backward(result.loss * share)
+                self.backward(result.loss * (share * scale))
             parts.append((result, share))
         self.nonfinite_streak = 0
         norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
         self.optimizer.step()
         stats.add(_weighted(parts, stats.names), float(norm), sum(_tokens(i) for i in batch))
+
+    def _process_scale(self, total: float) -> float:
+        """``processes * total / sum of every process's total``; 1 in one process."""
+        if self.processes == 1 or self.reduce is None:
+            return 1.0
+        everyone = float(self.reduce(torch.tensor([total], dtype=torch.float64))[0])
+        return self.processes * total / everyone if everyone else 1.0
 
     def _micro_batches(self, group: list[Any]) -> list[list[Any]]:
         size = self.micro_batch_size or len(group)
