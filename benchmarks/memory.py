@@ -178,12 +178,12 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Peak RSS of whole `selfplay run`s (SmolLM2, --lora, kuhn-poker, one iteration)."""
+    """Peak RSS of whole `selfplay run`s (``--run-model``, --lora, kuhn-poker, one iteration)."""
     rows = []
     for matches in args.matches:
         for micro in args.micros:
             argv = [
-                "selfplay", "run", "--model", "smollm2-135m", "--lora", "--game", "kuhn-poker",
+                "selfplay", "run", "--model", args.run_model, "--lora", "--game", "kuhn-poker",
                 "--matches", str(matches), "--iterations", "1", "--cold-start", "0",
                 "--out", args.out, "--name", f"memory-{matches}-{micro}",
                 "--set", "eval.matches=2", "--set", f"threads={args.threads}",
@@ -222,6 +222,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prompt", type=int, default=130, help="Prompt tokens per sample.")
     parser.add_argument("--answer", type=int, default=8, help="Answer tokens per sample.")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--run-model", default="smollm2-135m", help="run: the model to run.")
     parser.add_argument("--out", default="runs/memory", help="run: where the runs' folders go.")
     parser.add_argument(
         "--mmap-threshold", type=int, default=None, help="MALLOC_MMAP_THRESHOLD_ (bytes) for glibc."
