@@ -25,10 +25,11 @@ def build_fabric(config: RunConfig) -> L.Fabric:
     accelerator = hw.accelerator
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
-    _check_available(accelerator, hw.devices)
     strategy: Any = hw.strategy
     if is_deepspeed(hw.strategy):
         _check_deepspeed(hw.strategy, accelerator)
+    _check_available(accelerator, hw.devices)  # after the settings' own mistakes
+    if is_deepspeed(hw.strategy):
         from lightning.fabric.strategies import STRATEGY_REGISTRY
 
         strategy = STRATEGY_REGISTRY.get(hw.strategy)
