@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
@@ -19,6 +20,7 @@ class RunDisplay:
         self.enabled = enabled
         self.console = console or Console(stderr=True)
         self.last_eval = ""
+        self.fired: dict[str, int] = {}  # monitor column -> the first iteration it fired
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -49,6 +51,9 @@ class RunDisplay:
     def update(self, row: dict[str, Any]) -> None:
         if not self.enabled:
             return
+        for key, value in row.items():
+            if key.startswith("monitor/") and value:
+                self.fired.setdefault(key, int(row.get("iteration", 0)))
         evals = {k: v for k, v in row.items() if k.startswith("eval/") and k.endswith("win_rate")}
         if evals:
             self.last_eval = " ".join(
@@ -79,12 +84,25 @@ class RunDisplay:
                 f"{self.config.game} has no scripted players or tasks to evaluate on; "
                 "metrics.csv holds the rewards per role (reward/<term>/<role>)."
             )
+        if hint := troubleshooting_hint(self.fired):
+            self.console.print(f"[yellow]{escape(hint)}[/yellow]")
 
     def __exit__(self, *exc: object) -> None:
         if not self.enabled:
             return
         self.progress.stop()
         self.console.print(f"Run folder: {self.folder.path}")
+
+
+def troubleshooting_hint(fired: dict[str, int]) -> str | None:
+    """The closing line when a monitor fired (None when none did)."""
+    if not fired:
+        return None
+    what = ", ".join(f"{key} at iteration {it}" for key, it in sorted(fired.items()))
+    return (
+        f"A monitor fired during this run ({what}): docs/troubleshooting.md says what each "
+        "symptom means and what to change."
+    )
 
 
 def _done(folder: Any) -> int:
