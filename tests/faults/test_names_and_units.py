@@ -17,7 +17,7 @@ from selfplay.plugins.registry import PluginError, Registry
 
 BAD_NAMES = [
     (["--game", "tictactoo"], "Unknown game 'tictactoo'"),
-    (["--model", "tinyy"], "Model 'tinyy' is neither"),
+    (["--model", "tinyy"], "--model 'tinyy' is neither"),
     (["--reward", "outcome+formatt"], "Unknown reward 'formatt'"),
     (["--estimator", "raee"], "Unknown estimator 'raee'"),
     (["--objective", "pgg"], "Unknown objective 'pgg'"),
