@@ -1,12 +1,123 @@
-"""What a run shows in the terminal: a progress bar while it runs, tables when it ends."""
+"""What a run shows in the terminal: a progress bar while it runs, tables when it ends.
+
+On a terminal a long step (the training iterations, the cold start) shows a bar with an ETA;
+when the output is not a terminal (a log file, a batch job) it prints a plain line instead,
+at most every ``SELFPLAY_PROGRESS_EVERY`` seconds (30 by default), and one at the end.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+EVERY_VARIABLE = "SELFPLAY_PROGRESS_EVERY"
+
+
+def every_seconds() -> float:
+    """Seconds between two plain progress lines, from ``SELFPLAY_PROGRESS_EVERY`` (30)."""
+    text = os.environ.get(EVERY_VARIABLE, "30")
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        return 30.0
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+class PlainLines:
+    """Progress as a line of text every ``every`` seconds, for output that is not a terminal."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        say: Callable[[str], None],
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        done: int = 0,
+    ) -> None:
+        self.label, self.total, self.say, self.clock = label, total, say, clock
+        self.every = every_seconds() if every is None else every
+        self.done = self.first = done
+        self.started = self.last = clock()
+
+    def advance(self, steps: int = 1, status: str = "") -> None:
+        self.done += steps
+        now = self.clock()
+        if now - self.last < self.every and self.done < self.total:
+            return
+        self.last = now
+        elapsed = now - self.started
+        line = f"{self.label}: {self.done}/{self.total}, {_clock(elapsed)} elapsed"
+        ran = self.done - self.first
+        if ran > 0 and self.done < self.total:
+            line += f", about {_clock(elapsed / ran * (self.total - self.done))} left"
+        self.say(f"{line}  {status}".rstrip())
+
+
+class Ticker:
+    """A long step's progress: a bar with an ETA on a terminal ``console``, else plain lines.
+
+    Without a console only the plain lines go to ``say`` (a process that shows nothing passes
+    a ``say`` that drops them).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        say: Callable[[str], None],
+        console: Console | None = None,
+        every: float | None = None,
+    ) -> None:
+        self.bar: Progress | None = None
+        self.lines: PlainLines | None = None
+        if console is not None and console.is_terminal:
+            self.bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self.task = self.bar.add_task(label, total=total, status="")
+        else:
+            self.lines = PlainLines(label, total, say, every)
+
+    def __enter__(self) -> Ticker:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def advance(self, steps: int = 1, status: str = "") -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=steps, status=status)
+        elif self.lines is not None:
+            self.lines.advance(steps, status)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 class RunDisplay:
@@ -27,9 +138,11 @@ class RunDisplay:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.console,
             transient=True,
         )
+        self.lines: PlainLines | None = None
 
     def __enter__(self) -> RunDisplay:
         if not self.enabled:
@@ -46,6 +159,9 @@ class RunDisplay:
         self.task = self.progress.add_task(
             "training", total=c.iterations, completed=done or 0, status=""
         )
+        if not self.console.is_terminal:
+            say = lambda text: self.console.print(text, soft_wrap=True)  # noqa: E731
+            self.lines = PlainLines("iteration", c.iterations, say, done=done or 0)
         return self
 
     def update(self, row: dict[str, Any]) -> None:
@@ -66,6 +182,8 @@ class RunDisplay:
         if self.last_eval:
             status += f"  eval win: {self.last_eval}"
         self.progress.update(self.task, advance=1, status=status)
+        if self.lines is not None:
+            self.lines.advance(1, escape(status))
 
     def summary(
         self, before: dict, after: dict, tasks_before: dict | None = None, tasks_after=None

@@ -140,11 +140,16 @@ def target_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch
     )
 
 
-def warm_up(policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None]) -> None:
+def warm_up(
+    policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None], console: Any = None
+) -> None:
     """The run's cold start as its config asks, reported through ``say``.
 
-    Games without scripted players (language games) have nothing to copy and skip it.
+    Games without scripted players (language games) have nothing to copy and skip it. The
+    steps show as a bar on a terminal ``console``, else as a line through ``say`` now and then.
     """
+    from selfplay.core.commands.progress import Ticker
+
     cs = config.cold_start
     if not cs.steps:
         return
@@ -152,15 +157,17 @@ def warm_up(policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None
         say(f"cold start: skipped, {game.name} has no scripted players to copy")
         return
     say(f"cold start: {cs.steps} supervised steps on transcripts of {', '.join(cs.players)} ...")
-    report = cold_start(
-        policy,
-        game,
-        cs.steps,
-        players=cs.players,
-        batch_size=cs.batch_size,
-        lr=cs.lr,
-        seed=config.seed,
-    )
+    with Ticker("cold start", cs.steps, say, console) as ticker:
+        report = cold_start(
+            policy,
+            game,
+            cs.steps,
+            players=cs.players,
+            batch_size=cs.batch_size,
+            lr=cs.lr,
+            seed=config.seed,
+            log=lambda step, loss: ticker.advance(1, f"loss {loss:.3f}"),
+        )
     say(f"cold start: {report}")
 
 

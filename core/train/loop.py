@@ -142,6 +142,7 @@ class Trainer:
             wanted,
             resuming,
             self._say,
+            self.console if self.main else None,
         )
         self.model, self.optimizer = ready.model, ready.optimizer
         self.reference, self.updater = ready.reference, ready.updater

@@ -42,6 +42,7 @@ def prepare_learner(
     reference_wanted: bool,
     resuming: bool,
     say: Callable[[str], None],
+    console: Any = None,
 ) -> Prepared:
     """Set the learner up for training (see the module doc); a fresh run cold-starts here."""
     check_reference(config)
@@ -49,7 +50,7 @@ def prepare_learner(
         learner.model = apply_lora(learner.model, config.lora, game.roles)
     learner.model = learner.model.to(fabric.device)  # the cold start trains there too
     if not resuming:
-        warm_up(learner, game, config, say)
+        warm_up(learner, game, config, say, console)
     params = [p for p in learner.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
         params, lr=config.train.lr, weight_decay=config.train.weight_decay
