@@ -27,14 +27,14 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
-from selfplay.core.train.episode_log import episode_iteration, iter_numbered
+from selfplay.core.train.episode_log import episode_iteration, episodes_file, iter_numbered
 
 DEFAULT_NAME = "prm.jsonl"
 
 
 def export_prm(source: Path, out: Path, force: bool = False) -> tuple[Path, int, int]:
     """Write the steps of the run ``source`` to ``out``; (path, steps written, turns left out)."""
-    log = _episodes_file(source)
+    log = episodes_file(source)
     if out.suffix != ".jsonl":
         out = out / DEFAULT_NAME
     if out.exists() and not force:
@@ -99,19 +99,6 @@ def _judge_answers(episode: Episode) -> dict[int | None, list[str]]:
             if "answer" in note:
                 answers.setdefault(note.get("turn"), []).append(note["answer"])
     return answers
-
-
-def _episodes_file(source: Path) -> Path:
-    source = Path(source)
-    folder = source if (source / "config.yaml").is_file() else source.parent.parent
-    log = folder / "episodes.jsonl"
-    if not (folder / "config.yaml").is_file():
-        raise ConfigError(
-            f"{source} is not a run folder (no config.yaml); pass one such as runs/NAME."
-        )
-    if not log.is_file():
-        raise ConfigError(f"{folder} has no episodes.jsonl: the run never finished a match.")
-    return log
 
 
 def _matches(folder: Path) -> int:

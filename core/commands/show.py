@@ -109,18 +109,11 @@ def parse_iterations(text: str | None) -> tuple[int, int] | None:
 
 
 def load(source: Path) -> list[Entry]:
-    from selfplay.core.train.episode_log import episode_iteration, iter_numbered
+    from selfplay.core.train.episode_log import episode_iteration, episodes_file, iter_numbered
     from selfplay.core.train.run_folder import read_config
 
-    source = Path(source)
-    if not (source / "config.yaml").is_file():
-        raise ConfigError(
-            f"{source} is not a run folder (no config.yaml); pass one such as runs/NAME."
-        )
-    log = source / "episodes.jsonl"
-    if not log.is_file():
-        raise ConfigError(f"{source} has no episodes.jsonl yet: the run never finished a match.")
-    matches = read_config(source).matches
+    log = episodes_file(source)
+    matches = read_config(log.parent).matches
     return [
         Entry(k, episode_iteration(ep, line, matches), ep)
         for k, (line, ep) in enumerate(iter_numbered(log), start=1)

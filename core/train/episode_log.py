@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.reward import EpisodeScores
 from selfplay.api.types import Episode
 from selfplay.core.rollout import VoidMatch
@@ -53,6 +54,23 @@ def iter_numbered(path: str | Path) -> Iterator[tuple[int, Episode]]:
                 yield index, Episode.from_json(line)
             except (ValueError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}, line {index + 1}: not an episode ({err}).") from err
+
+
+def episodes_file(source: str | Path) -> Path:
+    """The ``episodes.jsonl`` of run folder ``source`` (or of the run a checkpoint folder is in).
+
+    Raises ConfigError naming the folder when it is not a run folder or holds no episodes yet.
+    """
+    source = Path(source)
+    folder = source if (source / "config.yaml").is_file() else source.parent.parent
+    if not (folder / "config.yaml").is_file():
+        raise ConfigError(
+            f"{source} is not a run folder (no config.yaml); pass one such as runs/NAME."
+        )
+    log = folder / "episodes.jsonl"
+    if not log.is_file():
+        raise ConfigError(f"{folder} has no episodes.jsonl yet: the run never finished a match.")
+    return log
 
 
 def read_episodes(path: str | Path) -> list[Episode]:
