@@ -1,8 +1,9 @@
 """Opponent samplers choose who holds the non-learner seats of each match.
 
 A sampler answers with seat-holder names, never with models: ``"learner"`` is the policy being
-trained, ``"scripted:<player>"`` a game's scripted player and ``"snapshot:<iteration>"`` a
-frozen copy of the learner kept in the pool. The loop turns names into policies, takes the
+trained, ``"scripted:<player>"`` a game's scripted player, ``"snapshot:<iteration>"`` a
+frozen copy of the learner kept in the pool and ``"openai:<url>#<model>"`` a model played by an
+OpenAI-compatible server. The loop turns names into policies, takes the
 snapshots and plays the matches a sampler asks for, so samplers stay free of the training
 machinery and their whole state is a few lists and numbers that a checkpoint carries.
 
@@ -27,6 +28,7 @@ from selfplay.api.options import Options
 
 LEARNER = "learner"
 SNAPSHOT = "snapshot"
+SERVED = "openai"
 
 
 def scripted(player: str) -> str:
@@ -40,6 +42,11 @@ def snapshot(iteration: int) -> str:
 
 def is_snapshot(name: str) -> bool:
     return name.startswith(f"{SNAPSHOT}:")
+
+
+def is_served(name: str) -> bool:
+    """Whether ``name`` is a served model, ``openai:http://HOST:PORT/v1#MODEL``."""
+    return name.startswith(f"{SERVED}:")
 
 
 class OpponentSampler(ABC):

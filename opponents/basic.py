@@ -1,4 +1,5 @@
-"""The two simplest opponents: the learner itself (mirror self-play) and a fixed scripted player."""
+"""The two simplest opponents: the learner itself (mirror self-play) and a fixed one: a
+scripted player of the game, or a served model (``fixed:openai:http://HOST:PORT/v1#MODEL``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
+from selfplay.api.sampler import LEARNER, OpponentSampler, is_served, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
 
@@ -23,11 +24,15 @@ class Latest(OpponentSampler):
 
 
 class FixedOptions(Options):
-    player: str | None = Field(default=None, description="The game's scripted player to face.")
+    player: str | None = Field(
+        default=None,
+        description="The game's scripted player to face, or a served model (openai:URL#MODEL).",
+    )
 
 
 class Fixed(OpponentSampler):
-    """Always the same scripted player of the game, e.g. ``fixed:random`` or ``fixed:minimax``."""
+    """Always the same opponent: a scripted player of the game (``fixed:random``,
+    ``fixed:minimax``) or a served model (``fixed:openai:http://localhost:8000/v1#NAME``)."""
 
     Options = FixedOptions
     name = "fixed"
@@ -43,6 +48,8 @@ class Fixed(OpponentSampler):
         self.player = self.options.player
 
     def check(self, game: object) -> None:
+        if is_served(self.player):
+            return
         players = getattr(game, "players", {})
         if self.player not in players:
             known = ", ".join(sorted(players)) or "none"
@@ -52,7 +59,7 @@ class Fixed(OpponentSampler):
             )
 
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
-        return scripted(self.player)
+        return self.player if is_served(self.player) else scripted(self.player)
 
 
 @hookimpl

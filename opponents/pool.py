@@ -6,7 +6,9 @@ names: the loop writes each snapshot's weights to the run folder and loads them 
 
 Eviction rule: the pool keeps at most ``size`` snapshots. The starting policy (snapshot 0) is
 never evicted; when a new snapshot would exceed the size, the oldest other snapshot goes.
-Scripted players named in ``scripted`` are permanent members besides the snapshots.
+Scripted players named in ``scripted`` are permanent members besides the snapshots; so are
+served models named there (``openai:http://HOST:PORT/v1#MODEL``, e.g. a LoRA snapshot loaded on
+a server with ``?lora=PATH``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER, OpponentSampler, scripted
+from selfplay.api.sampler import LEARNER, OpponentSampler, is_served, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
 
@@ -36,7 +38,9 @@ class Pool:
             raise ValueError(
                 f"pool.size must be at least 2 (the starting policy and one more), got {self.size}."
             )
-        self.scripted = [p if p.startswith("scripted:") else scripted(p) for p in self.scripted]
+        self.scripted = [
+            p if p.startswith("scripted:") or is_served(p) else scripted(p) for p in self.scripted
+        ]
 
     @property
     def members(self) -> list[str]:

@@ -11,7 +11,8 @@ Modes:
 
 The judge model is ``reference`` (the learner's frozen starting point; the default, so the
 learner cannot talk its own judge up), ``learner`` (the model judges itself, as in
-Self-Rewarding LMs), or a registered model name or local model folder. An answer the parser
+Self-Rewarding LMs), a registered model name, local model folder or hub id, or a served model
+(``openai:http://HOST:PORT/v1#MODEL``: any OpenAI-compatible server). An answer the parser
 cannot read is masked (``None``) and counted (``unparsable``), never scored 0.
 
 Judges can be played (benchmarks/judge_probe.py measures it): an answer that tells the judge
@@ -58,7 +59,10 @@ DEFAULT_TEMPLATES = {
 class JudgeModelOptions(RewardOptions):
     model: str = Field(
         default="reference",
-        description="reference (frozen start), learner, or a registered model / model folder.",
+        description=(
+            "reference (frozen start), learner, a registered model / model folder / hub id, "
+            "or a served model (openai:http://HOST:PORT/v1#MODEL)."
+        ),
     )
     template: str | None = Field(
         default=None, description="Shipped template name or a .txt file (default by mode)."

@@ -23,6 +23,7 @@ from rich.markup import escape
 from selfplay import __version__
 from selfplay.core.commands.export import add_export_arguments, cmd_export
 from selfplay.core.commands.report import add_report_arguments, cmd_report
+from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
@@ -280,6 +281,11 @@ COMMANDS = {
     ),
 }
 
+    "serve": (
+        cmd_serve,
+        "serve a checkpoint as an OpenAI-compatible chat-completions endpoint",
+        add_serve_arguments,
+    ),
 
 def build_parser() -> argparse.ArgumentParser:
     from selfplay.plugins.manager import registries

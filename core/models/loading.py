@@ -1,5 +1,6 @@
-"""A model by name: a registered one (``tiny``, ``smollm2-135m``), a local model folder, or a
-Hugging Face hub id (``Org/Name[@revision]``, through the Hugging Face cache: core/models/hub.py).
+"""A model by name: a registered one (``tiny``, ``smollm2-135m``), a local model folder, a
+Hugging Face hub id (``Org/Name[@revision]``, through the Hugging Face cache: core/models/hub.py),
+or, for every seat but the learner's, a served model (``openai:URL#MODEL``: core/models/served.py).
 """
 
 from __future__ import annotations
@@ -9,15 +10,35 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy
+from selfplay.api.sampler import is_served
 from selfplay.core.models.hub import hub_folder, is_hub_id
 from selfplay.plugins.manager import registries
 
 
 def build_learner(config: Any, what: str = "--model") -> Policy:
     """The policy ``config.model`` names, with the run's generation settings and seed;
-    ``what`` names the option in errors."""
+    ``what`` names the option in errors. The learner's tokens and log-probabilities come from
+    our own model, so a served model is refused here (`build_model` takes one)."""
+    if is_served(config.model):
+        raise ConfigError(
+            f"{what} {config.model!r} is a served model, which cannot be the learner: training "
+            "needs the log-probabilities of its own tokens from a model in memory. Pass a "
+            "registered model, a model folder or a hub id; served models can hold the other "
+            "seats (--opponent fixed:openai:...), judge (reward_options.judge.model=openai:...) "
+            "or join the pool (pool.scripted=[openai:...])."
+        )
+    return build_model(config, what)
+
+
+def build_model(config: Any, what: str) -> Policy:
+    """`build_learner` for a seat that only generates (a judge): served models welcome."""
     generation = config.generation.model_dump()
     options: dict[str, Any] = {"seed": config.seed, **generation, **config.model_options}
+    if is_served(config.model):
+        from selfplay.core.models.served import ServedPolicy, ServedSpec
+
+        spec = ServedSpec.parse(config.model, what)
+        return ServedPolicy(spec, **{**options, "name": config.model})
     models = registries().models
     if config.model in models:
         return models.get(config.model)(**options)

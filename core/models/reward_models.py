@@ -6,8 +6,9 @@
   and restored with checkpoints whenever a reward, the objective or the KL term needs it);
   with LoRA it is the same base with the reference's adapter weights swapped in, so no second
   copy of the weights exists.
-- anything else: a registered model name, a local model folder or a Hugging Face hub id
-  (``Org/Name``, through the Hugging Face cache), loaded once.
+- anything else: a registered model name, a local model folder, a Hugging Face hub id
+  (``Org/Name``, through the Hugging Face cache), loaded once, or a served model
+  (``openai:http://HOST:PORT/v1#MODEL``, core/models/served.py), asked over HTTP.
 
 A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
 tokenizer and sampling settings; the learner's and the reference's weights are shared, never
@@ -66,7 +67,7 @@ class RewardModels:
             policy = self._sharing(model, name, max_new_tokens)
             policy.role_context = lambda _role: _scoring(reference)
             return policy
-        from selfplay.core.models.loading import build_learner
+        from selfplay.core.models.loading import build_model
 
         generation = self.config.generation.model_copy(
             update={"max_new_tokens": max_new_tokens or self.config.generation.max_new_tokens}
@@ -74,7 +75,7 @@ class RewardModels:
         other = self.config.model_copy(
             update={"model": name, "model_options": {}, "generation": generation}
         )
-        policy = build_learner(other, what="The judge model")
+        policy = build_model(other, what="The judge model")
         policy.name = f"judge:{name}"
         return policy
 

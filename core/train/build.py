@@ -17,7 +17,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
 from selfplay.api.options import explain
 from selfplay.api.reward import Reward
-from selfplay.api.sampler import OpponentSampler
+from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.models.loading import build_learner
 from selfplay.plugins.manager import registries
@@ -124,7 +124,9 @@ def check_players(config: RunConfig, game: Game) -> None:
     (the cold start and the first evaluation come much later)."""
     named = {
         "eval.opponents": config.eval.opponents or [],
-        "pool.scripted": [name.removeprefix("scripted:") for name in config.pool.scripted],
+        "pool.scripted": [
+            name.removeprefix("scripted:") for name in config.pool.scripted if not is_served(name)
+        ],
     }
     if config.cold_start.steps and game.players:
         named["cold_start.players"] = config.cold_start.players

@@ -1,4 +1,7 @@
-"""Who sits where: seat-holder names turned into policies, and seatings for a batch of matches."""
+"""Who sits where: seat-holder names turned into policies, and seatings for a batch of matches.
+
+A served holder (``openai:URL#MODEL``) becomes a `selfplay.core.models.served.ServedPolicy`
+with the learner's generation settings, made once like a scripted player."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
 from selfplay.api.policy import Policy, ScriptedPolicy
-from selfplay.api.sampler import LEARNER, OpponentSampler, is_snapshot
+from selfplay.api.sampler import LEARNER, OpponentSampler, is_served, is_snapshot
 from selfplay.api.types import Role
 
 
@@ -30,6 +33,10 @@ class Seats:
     def policy(self, holder: str) -> Policy:
         if is_snapshot(holder) and self.snapshots is not None:
             return self.snapshots(holder)
+        if holder not in self._cache and is_served(holder):
+            from selfplay.core.models.served import served_policy
+
+            self._cache[holder] = served_policy(holder, like=self.learner, name=holder)
         if holder not in self._cache:
             kind, _, player = holder.partition(":")
             if kind != "scripted" or player not in self.game.players:

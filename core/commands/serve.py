@@ -1,0 +1,133 @@
+"""`selfplay serve`: a trained checkpoint behind an OpenAI-compatible chat-completions endpoint.
+
+    selfplay serve RUN_DIR|CHECKPOINT [--port 8000] [--host 127.0.0.1] [--name NAME]
+
+Other tools can then play, judge or face the trained model (`openai:URL#NAME` in another
+run). A LoRA run serves its base with the trained adapters, and takes more adapters at run
+time through vLLM's dynamic-LoRA endpoints (core/models/chat_server.py). Needs the ``serve``
+extra: ``pip install 'selfplay-rl[serve]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from selfplay.api.errors import ConfigError
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("source", type=Path, metavar="RUN_DIR|CHECKPOINT", help="the run (or checkpoint) to serve")
+    add("--port", type=int, default=8000, help="port to listen on (default 8000; 0: a free one)")
+    add("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, local only)")
+    add("--name", help="the model name clients ask for (default: the run folder's name)")
+    add("--max-batch", type=int, default=32, help="requests answered in one batch (default 32)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.max_batch < 1:
+        raise ConfigError(f"--max-batch must be at least 1, got {args.max_batch}.")
+    if not 0 <= args.port < 65536:
+        raise ConfigError(f"--port must be 0..65535, got {args.port}.")
+    service, label = build_service(args.source, args.name, args.max_batch)
+    server = Server(create_app(service), args.host, args.port)
+    print(f"Serving {label} as model {service.name!r}")
+    print(f"  OpenAI-compatible API at {server.url}  (chat/completions, models)")
+    if service.adapters.lora:
+        print(f"  LoRA adapters load at {server.url}/load_lora_adapter")
+    print(f"  e.g. --opponent fixed:openai:{server.url}#{service.name}", flush=True)
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        server.run()
+    finally:
+        service.batcher.close()
+    return 0
+
+
+def build_service(source: Path, name: str | None = None, max_batch: int = 32) -> tuple[Any, str]:
+    """The chat service over the newest checkpoint of ``source``, and what it serves."""
+    from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
+    from selfplay.core.models.chat_server import ChatService
+    from selfplay.plugins.manager import registries
+
+    _require_web_stack()
+    folder, _ = find_checkpoint(source)
+    loaded = load_checkpoint_policy(source)
+    config = loaded.config
+    if not hasattr(loaded.policy, "model"):
+        raise ConfigError(f"The model {config.model!r} of this run is not a model in memory.")
+    roles = registries().games.get(config.game).roles if config.lora.per_role else ()
+    name = name or folder.resolve().name
+    if ":" in name:
+        raise ConfigError(f"--name {name!r}: a model name has no ':' (it picks a role).")
+    service = ChatService(
+        loaded.policy, name, lora=config.lora.enabled, roles=roles, max_batch=max_batch
+    )
+    return service, loaded.label
+
+
+def create_app(service: Any) -> Any:
+    from selfplay.core.models.chat_server import create_app as app
+
+    return app(service)
+
+
+def _require_web_stack() -> None:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(
+            f"selfplay serve needs starlette and uvicorn ({err}); install them with "
+            "pip install 'selfplay-rl[serve]'."
+        ) from None
+
+
+class Server:
+    """uvicorn on ``host:port`` (0: a free port); ``run()`` blocks, ``start()`` uses a thread."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        import uvicorn
+
+        self.socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as err:
+            raise ConfigError(
+                f"Cannot listen on {host}:{port} ({err.strerror}); pick another --port "
+                "(0 takes a free one) or --host."
+            ) from None
+        self.host, self.port = host, self.socket.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def run(self) -> None:
+        self.server.run(sockets=[self.socket])
+
+    def start(self, timeout: float = 10.0) -> Server:
+        self.thread = threading.Thread(target=self.run, name="selfplay-uvicorn", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self.server.started:
+            raise RuntimeError(f"The server at {self.url} did not start in {timeout} s.")
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+        self.socket.close()
