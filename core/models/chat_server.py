@@ -98,9 +98,10 @@ class Adapters:
         current = adapter_state_dict(self.policy.model)
         try:
             load_adapter_state_dict(self.policy.model, state)  # checks that it fits
-        except ValueError as err:
+        except (ValueError, RuntimeError) as err:  # other adapters, ranks or shapes
+            lines = " ".join(str(err).strip().splitlines()[:2])[:400]
             raise HTTPProblem(
-                400, f"The adapter at {path} does not fit this model: {err}"
+                400, f"The adapter at {path} does not fit this model: {lines}"
             ) from None
         finally:
             load_adapter_state_dict(self.policy.model, current)

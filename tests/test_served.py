@@ -1,0 +1,350 @@
+"""Served models (openai:URL#MODEL) against a real `selfplay serve` over a tiny checkpoint, a
+failing stub server, and vLLM's dynamic-LoRA endpoints; no network beyond localhost."""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.policy import Request
+from selfplay.api.reward import RewardContext
+from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.commands.play import load_checkpoint_policy
+from selfplay.core.commands.serve import Server, build_service
+from selfplay.core.config import build_config
+from selfplay.core.models.chat_server import ChatService, create_app
+from selfplay.core.models.lora import adapter_state_dict, apply_lora
+from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.models.served import (
+    ServedError,
+    ServedPolicy,
+    load_adapter,
+    unload_adapter,
+)
+from selfplay.core.rollout import play
+from selfplay.core.train import checkpoint
+from selfplay.core.train.build import build_learner, build_sampler, check_players
+from selfplay.core.train.run_folder import config_text
+from selfplay.core.train.seating import Seats
+from selfplay.games.tictactoe import TicTacToe
+from selfplay.opponents.pool import Pool
+from selfplay.rewards.judge import Judge
+
+ASK = (Message("system", "You play tic-tac-toe."), Message("user", "Board 012|345|678. Move?"))
+NAME = "tiny-lora"
+
+
+def requests(n: int, seed: int = 0) -> list[Request]:
+    game = TicTacToe()
+    state = game.reset(seed)
+    return [Request(game, state, "player_0", ASK, random.Random(seed + i)) for i in range(n)]
+
+
+def noisy_adapters(model, seed: int) -> dict[str, torch.Tensor]:
+    """The model's adapter tensors, filled with noise so that they change its answers."""
+    g = torch.Generator().manual_seed(seed)
+    return {
+        k: torch.randn(v.shape, generator=g) * 0.5 for k, v in adapter_state_dict(model).items()
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> SimpleNamespace:
+    """A LoRA run folder with one checkpoint (its adapters set, not trained), built directly."""
+    root = tmp_path_factory.mktemp("served")
+    config = build_config(
+        flags={"game": "tictactoe", "model": "tiny", "out": str(root), "name": NAME},
+        overrides=["lora.enabled=true", "lora.rank=2", "generation.max_new_tokens=6"],
+    )
+    folder = root / NAME
+    folder.mkdir()
+    (folder / "config.yaml").write_text(config_text(config))
+    model = apply_lora(build_learner(config).model, config.lora, TicTacToe.roles)
+    state = {"adapters": noisy_adapters(model, seed=1)}
+    fabric = SimpleNamespace(
+        global_rank=0, barrier=lambda: None, save=lambda path, state: torch.save(state, path)
+    )
+    found = checkpoint.save(fabric, folder, 1, state, {})
+    other = root / "snapshot-other.pt"  # a pool snapshot of the same run, elsewhere
+    torch.save(noisy_adapters(model, seed=2), other)
+    return SimpleNamespace(folder=folder, checkpoint=found, config=config, other=other)
+
+
+@pytest.fixture(scope="module")
+def server(run):
+    service, label = build_service(run.folder)
+    service.batcher.wait = 0.2  # gather concurrent requests surely, even on a loaded machine
+    server = Server(create_app(service)).start()
+    yield SimpleNamespace(url=server.url, service=service, label=label)
+    server.stop()
+    service.batcher.close()
+
+
+def local_greedy(run, adapters=None, tokens: int = 6) -> str:
+    policy = load_checkpoint_policy(run.folder).policy
+    if adapters is not None:
+        from selfplay.core.models.lora import load_adapter_state_dict
+
+        load_adapter_state_dict(policy.model, adapters)
+    policy.max_new_tokens = tokens
+    return policy.act(requests(1), greedy=True)[0].text
+
+
+def get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_serve_answers_as_the_checkpoint_does(run, server):
+    listed = [row["id"] for row in get(f"{server.url}/models")["data"]]
+    assert listed == [NAME] and str(run.checkpoint) in server.label
+    served = ServedPolicy(f"openai:{server.url}#{NAME}", max_new_tokens=6)
+    text = served.act(requests(1), greedy=True)[0].text
+    assert text == local_greedy(run)
+    assert text != local_greedy(run, adapters=noisy_adapters(load_checkpoint_policy(
+        run.folder).policy.model, seed=2))  # the checkpoint's adapters matter  # fmt: skip
+
+
+def test_concurrent_requests_are_batched(server):
+    served = ServedPolicy(f"openai:{server.url}?concurrency=4", max_new_tokens=3)
+    before = len(server.service.batcher.batches)
+    out = served.act(requests(4))
+    assert len(out) == 4 and all(isinstance(c.text, str) for c in out)
+    assert max(server.service.batcher.batches[before:]) > 1  # answered in fewer calls
+    assert served._model == NAME  # no #MODEL: the first model the server lists
+
+
+def test_a_fixed_opponent_plays_through_the_server(run, server):
+    spec = f"openai:{server.url}#{NAME}"
+    config = run.config.model_copy(update={"opponent": f"fixed:{spec}"})
+    sampler = build_sampler(config, TicTacToe())
+    learner = build_learner(run.config)
+    holder = sampler.sample([], random.Random(0))
+    assert holder == spec
+    seats = Seats(learner, TicTacToe())
+    opponent = seats.policy(holder)
+    assert isinstance(opponent, ServedPolicy) and opponent.max_new_tokens == 6
+    asked = sum(server.service.batcher.batches)
+    episode = play(TicTacToe(), [{"player_0": opponent, "player_1": learner}], [3])[0]
+    assert episode.seats["player_0"] == spec  # moves first, so it surely plays
+    served_turns = [t for t in episode.turns if t.role == "player_0"]
+    assert served_turns and sum(server.service.batcher.batches) - asked >= len(served_turns)
+    assert all(t.logprobs in (None, ()) for t in served_turns)
+
+
+def test_pool_members_may_be_served(run, server):
+    spec = f"openai:{server.url}#{NAME}"
+    assert Pool(size=2, scripted=[spec, "random"]).members == [spec, "scripted:random"]
+    config = build_config(
+        flags={"game": "tictactoe", "model": "tiny"}, overrides=[f"pool.scripted=[{spec}]"]
+    )
+    assert config.pool.scripted == [spec]
+    check_players(config, TicTacToe())  # a served member is no scripted player to look up
+
+
+def test_a_judge_through_openai(run, server):
+    spec = f"openai:{server.url}#{NAME}"
+    judge = Judge(model=spec, prefill="Score:")
+    learner = build_learner(run.config)
+    models = RewardModels(run.config, learner)
+    judge.bind(RewardContext(game=TicTacToe(), policy=models, measure=models.measure))
+    turns = tuple(
+        Turn(role, "learner", ASK, text, None, True, None, (1,))
+        for role, text in (("player_0", "[4]"), ("player_1", "[0]"))
+    )
+    asked = sum(server.service.batcher.batches)
+    scores = judge([Episode("tictactoe", 0, {}, turns, {})])
+    assert len(scores) == 1 and sum(server.service.batcher.batches) == asked + 1
+    assert isinstance(models(spec), ServedPolicy)
+
+
+def test_load_and_play_an_adapter_then_unload_it(run, server):
+    served = ServedPolicy(f"openai:{server.url}?lora={run.other}#snap-2", max_new_tokens=6)
+    text = served.act(requests(1), greedy=True)[0].text  # loads the adapter first
+    assert text == local_greedy(run, adapters=torch.load(run.other, weights_only=True))
+    assert text != local_greedy(run)
+    listed = {row["id"]: row["parent"] for row in get(f"{server.url}/models")["data"]}
+    assert listed == {NAME: None, "snap-2": NAME}
+    load_adapter(served, "snap-2", str(run.other))  # again: already loaded is fine
+    unload_adapter(served, "snap-2")
+    with pytest.raises(ServedError, match=r"404.*'snap-2' does not exist.*/models lists"):
+        served.act(requests(1), greedy=True)
+    with pytest.raises(ServedError, match="not loaded"):
+        unload_adapter(served, "snap-2")
+
+
+def test_a_peft_adapter_folder_loads_by_name(run, server, tmp_path):
+    """The folder peft's save_pretrained writes (what `selfplay export` ships) loads too."""
+    from selfplay.core.models.lora import load_adapter_state_dict
+
+    policy = load_checkpoint_policy(run.folder).policy
+    adapters = torch.load(run.other, weights_only=True)
+    load_adapter_state_dict(policy.model, adapters)
+    policy.model.save_pretrained(tmp_path / "peft")
+    served = ServedPolicy(f"openai:{server.url}?lora={tmp_path / 'peft'}#peft", max_new_tokens=6)
+    try:
+        assert served.act(requests(1), greedy=True)[0].text == local_greedy(run, adapters)
+    finally:
+        unload_adapter(served, "peft")
+
+
+def test_bad_adapters_are_refused_with_the_reason(run, server, tmp_path):
+    served = ServedPolicy(f"openai:{server.url}#{NAME}")
+    with pytest.raises(ServedError, match=r"No adapter at .*nowhere"):
+        load_adapter(served, "x", str(tmp_path / "nowhere"))
+    small = {k: v[..., :1] for k, v in torch.load(run.other, weights_only=True).items()}
+    torch.save(small, tmp_path / "small.pt")
+    with pytest.raises(ServedError, match="does not fit this model"):
+        load_adapter(served, "y", str(tmp_path / "small.pt"))
+
+
+def test_a_full_weight_server_takes_no_adapters(run):
+    policy = build_learner(run.config.model_copy(update={"lora": run.config.lora.model_copy(
+        update={"enabled": False})}))  # fmt: skip
+    service = ChatService(policy, "plain")
+    server = Server(create_app(service)).start()
+    try:
+        served = ServedPolicy(f"openai:{server.url}?lora={run.other}#snap")
+        with pytest.raises(ServedError, match=r"full-weight checkpoint.*--lora"):
+            served.act(requests(1))
+        body = json.dumps({"messages": [], "model": "plain"}).encode()
+        call = urllib.request.Request(f"{server.url}/chat/completions", data=body, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(call, timeout=10)
+        assert err.value.code == 400 and "messages" in json.loads(err.value.read())["error"][
+            "message"]  # fmt: skip
+    finally:
+        server.stop()
+        service.batcher.close()
+
+
+# ---- failures: a stub server, a closed port, bad names ---------------------------------------
+
+
+class Flaky:
+    """A chat server that answers 503 ``fail`` times, then a fixed reply; counts its calls."""
+
+    def __init__(self, fail: int, delay: float = 0.0) -> None:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        self.fail, self.delay, self.calls = fail, delay, 0
+
+        async def chat(request):
+            import asyncio
+
+            self.calls += 1
+            await asyncio.sleep(self.delay)
+            if self.calls <= self.fail:
+                return JSONResponse({"error": {"message": "warming up"}}, status_code=503)
+            return JSONResponse({"choices": [{"message": {"content": "[4]"}}]})
+
+        self.app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+@pytest.fixture
+def flaky():
+    made = []
+
+    def start(fail: int, delay: float = 0.0):
+        stub = Flaky(fail, delay)
+        server = Server(stub.app).start()
+        made.append(server)
+        return stub, server.url
+
+    yield start
+    for server in made:
+        server.stop()
+
+
+def test_retries_with_backoff_until_the_server_answers(flaky):
+    stub, url = flaky(fail=2)
+    served = ServedPolicy(f"openai:{url}?retries=2&backoff=0.01#m")
+    assert served.act(requests(1))[0].text == "[4]" and stub.calls == 3
+    stub, url = flaky(fail=5)
+    served = ServedPolicy(f"openai:{url}?retries=1&backoff=0.01#m")
+    with pytest.raises(ServedError, match=r"after 2 attempt\(s\) \(last: HTTP 503: warming up\)"):
+        served.act(requests(1))
+    assert stub.calls == 2
+
+
+def test_a_slow_server_times_out_by_the_option(flaky):
+    _, url = flaky(fail=0, delay=0.4)
+    served = ServedPolicy(f"openai:{url}?timeout=0.1&retries=0#m")
+    with pytest.raises(ServedError, match=r"no answer from .*timed out.*\?timeout=SECONDS"):
+        served.act(requests(1))
+
+
+def test_an_unreachable_server_is_named():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1"
+    served = ServedPolicy(f"openai:{url}?retries=1&backoff=0#m")
+    with pytest.raises(ServedError) as err:
+        served.act(requests(1))
+    message = str(err.value)
+    assert f"{url}/chat/completions" in message and f"curl {url}/models" in message
+    assert "refused" in message.lower()
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("openai:localhost:8000/v1#m", "not an http"),
+        ("openai:http://h:1/v1?timeout=soon#m", "timeout='soon' is not a float"),
+        ("openai:http://h:1/v1?retries=-1#m", "retries must be at least 0"),
+        ("openai:http://h:1/v1?lora=/a", "lora= needs the name"),
+    ],
+)
+def test_bad_served_names_are_explained(spec, why):
+    with pytest.raises(ConfigError, match=why):
+        ServedPolicy(spec)
+
+
+def test_a_served_model_is_never_the_learner_nor_scored(run):
+    spec = "openai:http://127.0.0.1:1/v1#m"
+    with pytest.raises(ConfigError, match=r"cannot be the learner.*log-probabilities"):
+        build_learner(run.config.model_copy(update={"model": spec}))
+    served = ServedPolicy(spec)
+    assert getattr(served, "tokenizer", None) is None and not hasattr(served, "model")
+    with pytest.raises(AttributeError, match="cannot be the learner or be scored"):
+        served.model  # noqa: B018
+    assert RewardModels(run.config, build_learner(run.config)).measure(spec, ASK) is None
+
+
+def test_the_server_answers_concurrent_clients_from_threads(server):
+    served = ServedPolicy(f"openai:{server.url}#{NAME}", max_new_tokens=2)
+    results, errors = [], []
+
+    def ask():
+        try:
+            results.extend(served.act(requests(2)))
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors and len(results) == 6
+
+
+def test_serve_refuses_a_folder_that_is_no_run(tmp_path):
+    with pytest.raises(ConfigError, match="neither a run folder"):
+        build_service(Path(tmp_path))
