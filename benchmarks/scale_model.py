@@ -348,8 +348,9 @@ OPTIONS = (  # flag, type, default, help
     ("--judge-tokens-per-s", float, 0.0, "measured judge rate per device (0: roofline)"),
     ("--update-tokens-per-s", float, 0.0, "measured update rate per device (0: roofline)"),
 )
-POSITIVE = ("params", "matches", "turns", "prompt", "answer", "rank", "epochs", "minibatch",
-            "gpus", "nodes")  # fmt: skip
+AT_LEAST = dict.fromkeys(("matches", "turns", "prompt", "answer", "rank", "epochs", "minibatch"), 1)
+AT_LEAST |= {"params": 1, "gpus": 1, "nodes": 1, "shared_prefix": 0, "judge_calls": 0}
+AT_LEAST |= {"servers": 0, "judge_gpus": 0}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -367,14 +368,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def from_args(a: argparse.Namespace) -> tuple[Run, Layout]:
-    for name in POSITIVE:
-        if getattr(a, name) <= 0:
-            raise ValueError(
-                f"--{name.replace('_', '-')} must be positive, not {getattr(a, name)}."
-            )
-    for name in ("shared_prefix", "judge_calls", "servers", "judge_gpus"):
-        if getattr(a, name) < 0:
-            raise ValueError(f"--{name.replace('_', '-')} cannot be negative.")
+    for name, least in AT_LEAST.items():
+        if getattr(a, name) < least:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag} must be at least {least}, not {getattr(a, name)}.")
     run = Run(**{f.name: getattr(a, f.name) for f in fields(Run) if hasattr(a, f.name)})
     chosen = {f.name: getattr(a, f.name) for f in fields(Layout) if f.name != "device"}
     return run, Layout(DEVICES[a.device], **chosen)

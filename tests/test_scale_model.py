@@ -120,4 +120,4 @@ def test_command_line_prints_phases_and_refuses_bad_layouts(sm, capsys):
     assert "--servers 2" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sm.main(["--matches", "0"])
-    assert "--matches must be positive" in capsys.readouterr().err
+    assert "--matches must be at least 1, not 0" in capsys.readouterr().err
