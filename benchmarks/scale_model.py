@@ -47,10 +47,10 @@ DEVICES = {
     "h100": Device("H100", 989e12, 3.35e12, 80e9, 0.45, 2130, 0.5, 0.4, 0.75, 2e-3, 4e11, 4e10, 2),
     "h200": Device("H200", 989e12, 4.8e12, 141e9, 0.45, 2130, 0.5, 0.4, 0.75, 2e-3, 4e11, 4e10, 2),
 }  # fmt: skip
-# Assumptions: a decode step of our in-process Hugging Face loop on a GPU costs this much
-# beyond the roofline (eager kernels, Python sampling; servers with CUDA graphs: the device's
-# own), and a server takes this long to load new adapters / full weights.
-HF_GPU_STEP_OVERHEAD = 20e-3
+# Assumptions: a decode step of our in-process Hugging Face loop on a GPU costs this much per
+# layer beyond the roofline (eager kernel launches; servers with CUDA graphs pay only the
+# device's step_overhead), and a server takes this long to load new adapters / full weights.
+HF_GPU_LAYER_OVERHEAD = 0.3e-3
 SYNC_OVERHEAD = {True: 0.5, False: 2.0}
 
 
@@ -176,7 +176,8 @@ def generation(c: Calls, layout: Layout, hf_loop: bool, free: float | None, rate
     shared = min(c.shared, c.prompt)
     tokens = shared + b * (c.prompt - shared)
     prefill = max(2 * c.params * tokens / (d.flops * d.prefill_mfu), weights / d.mem_bw)
-    overhead = HF_GPU_STEP_OVERHEAD if hf_loop and d.bytes_per_param == 2 else d.step_overhead
+    eager = hf_loop and d.bytes_per_param == 2  # our own decode loop on a GPU
+    overhead = d.step_overhead + eager * HF_GPU_LAYER_OVERHEAD * shape.layers
     decode = 0.0
     for step in range(c.answer):
         read = weights + b * (c.prompt + step) * kv_token
@@ -313,8 +314,6 @@ def calibrate(kind: str) -> tuple[str, float]:
     lines.append(f"largest error {worst:.0%} (stated bound {CALIBRATION_ERROR:.0%})")
     return "\n".join(lines), worst
 
-
-# ---- command line ---------------------------------------------------------------------------
 
 EXAMPLES = (  # the predictions recorded in benchmarks/RESULTS.md
     "--params 1e9 --matches 256 --gpus 1",
