@@ -5,8 +5,7 @@ update, the gradient all-reduce and, with rollouts on inference servers, the wei
 docs/scaling.md explains the model, its assumptions and its calibration.
 
     python benchmarks/scale_model.py --params 7e9 --matches 256 --gpus 8 --nodes 1 --lora
-    python benchmarks/scale_model.py --calibrate cpu      # predicted vs measured, side by side
-    python benchmarks/scale_model.py --examples           # the predictions in RESULTS.md
+    python benchmarks/scale_model.py --calibrate cpu      # or --examples (RESULTS.md's)
 """
 
 from __future__ import annotations
@@ -112,6 +111,10 @@ class Layout:
     def learners(self) -> int:
         return self.gpus * self.nodes - self.servers - self.judge_gpus
 
+    @property
+    def grad_bytes(self) -> int:  # DDP under bf16-mixed reduces fp32 gradients, DeepSpeed bf16
+        return 2 if self.zero2 else 4
+
 
 def check_layout(layout: Layout) -> None:
     """Refuse a layout that cannot run, naming the bad value and the fix."""
@@ -144,11 +147,6 @@ def learner_bytes(run: Run, layout: Layout) -> float:
     return n * state + (n * 2 if run.kl else 0)
 
 
-def grad_bytes(layout: Layout) -> int:
-    """DDP under bf16-mixed reduces fp32 gradients; DeepSpeed's are in the bf16 model dtype."""
-    return 2 if layout.zero2 else 4
-
-
 @dataclass(frozen=True)
 class Calls:
     """`calls` batched generation calls of `rows` prompts each, spread over `devices`."""
@@ -171,7 +169,10 @@ def generation(c: Calls, layout: Layout, hf_loop: bool, free: float | None, rate
     weights = c.params * d.bytes_per_param
     kv_token = 2 * shape.layers * shape.kv * d.bytes_per_param
     room = 0.9 * (free if free is not None else d.memory - weights)
-    waves = max(1, math.ceil(batch * (c.prompt + c.answer) * kv_token / max(room, 1.0)))
+    row = (c.prompt + c.answer) * kv_token
+    if room < row:  # not one sequence fits beside the weights (no tensor parallelism here)
+        return math.inf
+    waves = math.ceil(batch * row / room)
     b = math.ceil(batch / waves)
     shared = min(c.shared, c.prompt)
     tokens = shared + b * (c.prompt - shared)
@@ -223,7 +224,7 @@ def phases(run: Run, layout: Layout) -> dict[str, float]:
     steps = math.ceil(samples / run.minibatch) * run.epochs
     shard = layout.learners if layout.zero2 else 1
     adam = steps * trainable(run) * 16 / shard / d.mem_bw  # read and write p, grad, m, v
-    allreduce = steps * ring(trainable(run) * grad_bytes(layout), layout.learners, layout)
+    allreduce = steps * ring(trainable(run) * layout.grad_bytes, layout.learners, layout)
     sync = 0.0
     if layout.servers:
         link = d.intra_bw if layout.nodes == 1 else d.inter_bw
@@ -259,7 +260,7 @@ def report(run: Run, layout: Layout) -> str:
         f"  {'iteration':<12} {total:9.2f} s   bottleneck: {bottleneck}",
     ]
     g, steps = layout.learners, math.ceil(run.matches * run.turns / run.minibatch) * run.epochs
-    grad = grad_bytes(layout)
+    grad = layout.grad_bytes
     served = run.matches * run.turns * (run.prompt + run.answer) * 8 * bool(layout.servers)
     moved = {  # bytes one iteration sends between devices
         "all-reduce, per learner device": steps * 2 * (g - 1) / g * trainable(run) * grad,

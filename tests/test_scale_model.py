@@ -121,3 +121,12 @@ def test_command_line_prints_phases_and_refuses_bad_layouts(sm, capsys):
     with pytest.raises(SystemExit):
         sm.main(["--matches", "0"])
     assert "--matches must be at least 1, not 0" in capsys.readouterr().err
+
+
+def test_a_model_that_does_not_fit_cannot_run(sm, capsys):
+    h100 = sm.DEVICES["h100"]
+    seconds, bottleneck = sm.iteration(sm.Run(70e9, 64, lora=True), sm.Layout(h100, gpus=8))
+    assert seconds == float("inf") and bottleneck == "generation"  # 140 GB of bf16 weights
+    assert sm.iteration(sm.Run(7e9, 64, lora=True), sm.Layout(h100))[0] < 100
+    sm.main(["--params", "7e9", "--gpus", "1"])
+    assert "DOES NOT FIT" in capsys.readouterr().out
