@@ -316,6 +316,20 @@ def test_bad_served_names_are_explained(spec, why):
         ServedPolicy(spec)
 
 
+def test_served_names_are_checked_before_any_work():
+    config = build_config(
+        flags={"game": "tictactoe", "model": "tiny", "opponent": "fixed:openai:gpu-box:8000#m"}
+    )
+    with pytest.raises(ConfigError, match=r"--opponent 'openai:gpu-box:8000#m'.*not an http"):
+        check_players(config, TicTacToe())
+    config = build_config(
+        flags={"game": "tictactoe", "model": "tiny"},
+        overrides=["reward_options.judge.model=openai:http://h:1/v1?retries=x#j"],
+    )
+    with pytest.raises(ConfigError, match=r"reward_options.judge.model .*retries='x'"):
+        check_players(config, TicTacToe())
+
+
 def test_a_served_model_is_never_the_learner_nor_scored(run):
     spec = "openai:http://127.0.0.1:1/v1#m"
     with pytest.raises(ConfigError, match=r"cannot be the learner.*log-probabilities"):

@@ -15,7 +15,7 @@ Adapters (a LoRA run only): ``lora_path`` is a pool snapshot (``pool/snapshot-N.
 checkpoint folder, or a PEFT adapter folder written by ``selfplay export`` for the same run;
 each is a few tensors kept in memory and swapped into the one base model while its requests
 run. A model name ``NAME:ROLE`` picks a role's adapter in a run with one adapter per role.
-Starlette and uvicorn (the ``serve`` extra) carry the HTTP.
+Starlette carries the HTTP (with uvicorn, in core/commands/serve.py: the ``serve`` extra).
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ def check_players(config: RunConfig, game: Game) -> None:
                 "cold_start.players is empty; name the demonstrators (e.g. [random]) or set "
                 "cold_start.steps=0."
             )
+    check_served(config)
     for key, players in named.items():
         unknown = [name for name in players if name not in game.players]
         if unknown:
@@ -143,6 +144,21 @@ def check_players(config: RunConfig, game: Game) -> None:
                 f"{key} names {', '.join(map(repr, unknown))}, which {game.name} does not "
                 f"have; its scripted players are: {known} (`selfplay games` lists them)."
             )
+
+
+def check_served(config: RunConfig) -> None:
+    """Every served model the config names (``openai:URL#MODEL``) is well formed, checked
+    before any work; whether its server answers shows at its first turn."""
+    from selfplay.core.models.served import ServedSpec
+
+    _, opponent = split_spec(config.opponent)
+    named = {"--opponent": [opponent or ""], "pool.scripted": list(config.pool.scripted)}
+    for reward, options in config.reward_options.items():
+        named[f"reward_options.{reward}.model"] = [str(options.get("model", ""))]
+    for key, names in named.items():
+        for name in names:
+            if is_served(name):
+                ServedSpec.parse(name, key)
 
 
 def build_sampler(config: RunConfig, game: Game | None = None) -> OpponentSampler:
