@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import InvalidMoveRules
+from selfplay.core.trackers import LOGGERS
 
 
 class GenerationConfig(BaseModel):
@@ -222,6 +223,26 @@ class RunConfig(BaseModel):
     out: Path = Field(default=Path("runs"), description="Folder under which run folders are made.")
     name: str | None = Field(default=None, description="Run folder name (default: a timestamp).")
     resume: Path | None = Field(default=None, description="Run folder to continue.")
+    loggers: list[str] = Field(
+        default_factory=lambda: ["csv", "tensorboard"],
+        description="Where metrics go: csv (metrics.csv, always written), tensorboard, wandb, "
+        "mlflow (see core/trackers.py).",
+    )
+    logger_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Options per tracker, e.g. {wandb: {project: x, offline: true}}.",
+    )
+
+    @field_validator("loggers", mode="before")
+    @classmethod
+    def _logger_list(cls, value: Any) -> Any:
+        """``--logger csv,wandb`` and ``loggers: [csv, wandb]`` read the same."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        for name in value if isinstance(value, list) else []:
+            if name not in LOGGERS:
+                raise ValueError(f"unknown logger {name!r}: choose from {', '.join(LOGGERS)}")
+        return value
 
 
 def parse_value(text: str) -> Any:

@@ -75,19 +75,19 @@ def gather(fabric: Any, items: list[Any]) -> list[Any]:
 
 @contextlib.contextmanager
 def stopping(trainer: Any) -> Iterator[None]:
-    """Around a run: on a plug-in fault or a failed write, flush the TensorBoard log and add
+    """Around a run: on a plug-in fault or a failed write, close the trackers and add
     to the message what the run folder keeps (once the loop had begun)."""
     try:
         yield
     except (PluginFault, checkpoint.StorageError) as err:
-        _close(trainer.tensorboard)
+        _close(getattr(trainer, "trackers", None))
         if not getattr(trainer, "looping", False):
             raise
         config = trainer.config
         where = getattr(trainer, "shared_path", None) or config.resume or config.out
         raise type(err)(f"{err} {kept(Path(where))}") from None
     except BaseException:
-        _close(trainer.tensorboard)
+        _close(getattr(trainer, "trackers", None))
         raise
 
 

@@ -58,6 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     flags = {key: getattr(args, key) for key in RUN_FLAGS}
     flags.update(_shorthand(args))
+    if args.logger is not None:
+        flags["loggers"] = args.logger
     if args.resume:
         changed = {k: v for k, v in flags.items() if v is not None and k != "iterations"}
         if args.config or args.set:
@@ -113,6 +115,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
     add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
+    add(
+        "--logger",
+        metavar="NAMES",
+        help="trackers, comma-separated: csv (always), tensorboard, wandb, mlflow; "
+        "default csv,tensorboard",
+    )
     add("--config", type=Path, help="YAML file of config keys")
     add(
         "--set",
@@ -273,6 +281,11 @@ COMMANDS = {
         "write a run's model as a Hugging Face folder, or its turns as PRM data",
         add_export_arguments,
     ),
+    "serve": (
+        cmd_serve,
+        "serve a checkpoint as an OpenAI-compatible chat-completions endpoint",
+        add_serve_arguments,
+    ),
     "show": (cmd_show, "read a run's matches turn by turn, with filters", add_show_arguments),
     "report": (
         cmd_report,
@@ -281,11 +294,6 @@ COMMANDS = {
     ),
 }
 
-    "serve": (
-        cmd_serve,
-        "serve a checkpoint as an OpenAI-compatible chat-completions endpoint",
-        add_serve_arguments,
-    ),
 
 def build_parser() -> argparse.ArgumentParser:
     from selfplay.plugins.manager import registries

@@ -35,6 +35,7 @@ from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.stats import episode_metrics
+from selfplay.core.trackers import Trackers, check_loggers
 from selfplay.core.train import resume
 from selfplay.core.train.build import (
     build_callbacks,
@@ -111,8 +112,9 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
         self.unscored = 0  # iterations in a row in which no learner turn was scored
+        check_loggers(config.loggers, config.logger_options)  # before the run folder is made
         self.folder = self._open_folder()
-        self.tensorboard: Any = None
+        self.trackers = Trackers(self.folder, config) if self.folder else None
 
     # ---- set-up ----------------------------------------------------------------------------
 
@@ -235,8 +237,8 @@ class Trainer:
                 self._say(f"[yellow]{escape(message)}[/yellow]")
         if self.main and self.folder:
             plots_at_the_end(self.folder.path, lambda text: self._say(escape(text)))
-        if self.tensorboard is not None:
-            self.tensorboard.finalize("success")
+        if self.trackers is not None:
+            self.trackers.finalize("success")
         result = TrainResult(self.folder, rows, before, after)
         for _, callback in self.callbacks:
             callback.on_train_end(self.view, result)
@@ -382,9 +384,7 @@ class Trainer:
         if not (self.main and self.folder):
             return
         self.folder.append_metrics(row)
-        if self.tensorboard is None:
-            self.tensorboard = self.folder.tensorboard()
-        self.tensorboard.log(row)
+        self.trackers.log(row)
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

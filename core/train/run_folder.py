@@ -5,6 +5,7 @@ metrics.csv       one row per iteration
 episodes.jsonl    every match, one JSON line each
 checkpoints/      resumable state (see core/train/checkpoint.py)
 tensorboard/      the same metrics for TensorBoard
+trackers.json     W&B / MLflow run ids, with ``--logger wandb`` or ``mlflow`` (core/trackers.py)
 
 A write that fails (a full disk, a read-only folder) raises a StorageError naming the file
 and the space left; what was written up to the last checkpoint stays readable and resumable.
