@@ -61,15 +61,13 @@ def noisy_adapters(model, seed: int) -> dict[str, torch.Tensor]:
     }
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> SimpleNamespace:
+def lora_run(root: Path, name: str, *overrides: str) -> SimpleNamespace:
     """A LoRA run folder with one checkpoint (its adapters set, not trained), built directly."""
-    root = tmp_path_factory.mktemp("served")
     config = build_config(
-        flags={"game": "tictactoe", "model": "tiny", "out": str(root), "name": NAME},
-        overrides=["lora.enabled=true", "lora.rank=2", "generation.max_new_tokens=6"],
+        flags={"game": "tictactoe", "model": "tiny", "out": str(root), "name": name},
+        overrides=["lora.enabled=true", "lora.rank=2", "generation.max_new_tokens=6", *overrides],
     )
-    folder = root / NAME
+    folder = root / name
     folder.mkdir()
     (folder / "config.yaml").write_text(config_text(config))
     model = apply_lora(build_learner(config).model, config.lora, TicTacToe.roles)
@@ -78,15 +76,20 @@ def run(tmp_path_factory) -> SimpleNamespace:
         global_rank=0, barrier=lambda: None, save=lambda path, state: torch.save(state, path)
     )
     found = checkpoint.save(fabric, folder, 1, state, {})
-    other = root / "snapshot-other.pt"  # a pool snapshot of the same run, elsewhere
+    other = root / f"{name}-snapshot.pt"  # a pool snapshot of the same run, elsewhere
     torch.save(noisy_adapters(model, seed=2), other)
     return SimpleNamespace(folder=folder, checkpoint=found, config=config, other=other)
 
 
 @pytest.fixture(scope="module")
+def run(tmp_path_factory) -> SimpleNamespace:
+    return lora_run(tmp_path_factory.mktemp("served"), NAME)
+
+
+@pytest.fixture(scope="module")
 def server(run):
     service, label = build_service(run.folder)
-    service.batcher.wait = 0.2  # gather concurrent requests surely, even on a loaded machine
+    service.batcher.wait = 0.05  # gather concurrent requests surely, even on a loaded machine
     server = Server(create_app(service)).start()
     yield SimpleNamespace(url=server.url, service=service, label=label)
     server.stop()
@@ -116,6 +119,36 @@ def test_serve_answers_as_the_checkpoint_does(run, server):
     assert text == local_greedy(run)
     assert text != local_greedy(run, adapters=noisy_adapters(load_checkpoint_policy(
         run.folder).policy.model, seed=2))  # the checkpoint's adapters matter  # fmt: skip
+
+
+def test_a_seed_makes_a_sample_repeatable(server):
+    served = ServedPolicy(f"openai:{server.url}#{NAME}", max_new_tokens=6)
+    again = [served.act(requests(1, seed=7))[0].text for _ in range(2)]
+    others = {served.act(requests(1, seed=s))[0].text for s in range(8, 12)}
+    assert again[0] == again[1] and len(others | {again[0]}) > 1
+
+
+def test_per_role_adapters_are_served_by_role(tmp_path):
+    run = lora_run(tmp_path, "roles", "lora.per_role=true")
+    service, _ = build_service(run.folder, name="duo")
+    server = Server(create_app(service)).start()
+    try:
+        listed = [row["id"] for row in get(f"{server.url}/models")["data"]]
+        assert listed == ["duo", "duo:player_0", "duo:player_1"]
+        local = load_checkpoint_policy(run.folder).policy
+        local.max_new_tokens = 6
+        texts = set()
+        for role in ("player_0", "player_1"):
+            served = ServedPolicy(f"openai:{server.url}#duo:{role}", max_new_tokens=6)
+            asked = [Request(r.game, r.state, role, r.messages, r.rng) for r in requests(1)]
+            mine = [Request(r.game, r.state, role, r.messages, r.rng) for r in requests(1)]
+            text = served.act(asked, greedy=True)[0].text
+            assert text == local.act(mine, greedy=True)[0].text
+            texts.add(text)
+        assert len(texts) == 2  # each role its own adapter
+    finally:
+        server.stop()
+        service.batcher.close()
 
 
 def test_concurrent_requests_are_batched(server):
