@@ -335,6 +335,13 @@ def test_an_unreachable_server_is_named():
     assert "refused" in message.lower()
 
 
+def test_options_may_follow_the_model_name():
+    served = ServedPolicy("openai:http://h:1/v1?timeout=5#Org/Name?retries=0&concurrency=2")
+    spec = served.spec
+    assert (spec.model, spec.timeout, spec.retries, spec.concurrency) == ("Org/Name", 5, 0, 2)
+    assert spec.url("chat/completions") == "http://h:1/v1/chat/completions"
+
+
 @pytest.mark.parametrize(
     ("spec", "why"),
     [
@@ -395,3 +402,32 @@ def test_the_server_answers_concurrent_clients_from_threads(server):
 def test_serve_refuses_a_folder_that_is_no_run(tmp_path):
     with pytest.raises(ConfigError, match="neither a run folder"):
         build_service(Path(tmp_path))
+
+
+@pytest.mark.slow
+def test_selfplay_serve_on_the_command_line(run):
+    """The command as a user starts it: it prints its URL, answers, and stops on SIGINT."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = "import sys; from selfplay.core.commands.cli import main; sys.exit(main())"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SELFPLAY_LOAD_PLUGINS": ""}
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "serve", str(run.folder), "--port", "0", "--name", "cli"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = []
+        deadline = time.time() + 120
+        while time.time() < deadline and not any("Ctrl-C" in line for line in lines):
+            lines.append(process.stdout.readline())
+        url = next(line.split("API at ")[1].split()[0] for line in lines if "API at " in line)
+        assert "as model 'cli'" in lines[0]
+        served = ServedPolicy(f"openai:{url}#cli?retries=20&backoff=0.1", max_new_tokens=6)
+        assert served.act(requests(1), greedy=True)[0].text == local_greedy(run)
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130  # the documented exit code of an interrupt

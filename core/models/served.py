@@ -5,7 +5,8 @@
 ``URL`` is the server's API root (the part before ``/chat/completions``); vLLM, SGLang,
 llama.cpp's ``llama-server``, TGI and ``selfplay serve`` all speak this protocol. ``MODEL`` is
 the name the server knows the model by; without it the first model ``/v1/models`` lists is
-used. Options ride in the URL's query string and are not sent on to the server:
+used. Options ride in the URL's query string (before or after ``#MODEL``) and are not sent
+on to the server:
 
     timeout=60       seconds to wait for one reply before it counts as a failed attempt
     retries=3        further attempts after a failed one (unreachable, timed out, 429, 5xx)
@@ -78,9 +79,11 @@ class ServedSpec:
                 f"{what} {spec!r}: {url!r} is not an http(s) URL; write it as "
                 "openai:http://HOST:PORT/v1#MODEL (the server's API root, then its model name)."
             )
+        model, _, late = parts.fragment.partition("?")  # options written after #MODEL too
         options: dict[str, Any] = {}
         kept = []
-        for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        pairs = parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(late)
+        for key, value in pairs:
             if key not in OPTIONS:
                 kept.append((key, value))  # the server's own query, passed on
                 continue
@@ -97,14 +100,14 @@ class ServedSpec:
         for key in ("timeout", "backoff"):
             if key in options and not options[key] >= 0:
                 raise ConfigError(f"{what} {spec!r}: {key} must be a number of seconds >= 0.")
-        if options.get("lora") is not None and not parts.fragment:
+        if options.get("lora") is not None and not model:
             raise ConfigError(
                 f"{what} {spec!r}: lora= needs the name to load the adapter under: "
                 "openai:URL?lora=PATH#NAME."
             )
         path = parts.path.rstrip("/")
         base = urlunsplit((parts.scheme, parts.netloc, path, urlencode(kept), ""))
-        return cls(spec=spec, base=base, model=parts.fragment or None, **options)
+        return cls(spec=spec, base=base, model=model or None, **options)
 
     def url(self, endpoint: str) -> str:
         """The address of ``endpoint`` (``chat/completions``) under the API root."""
