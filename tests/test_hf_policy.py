@@ -6,11 +6,13 @@ import random
 
 import pytest
 import torch
+from transformers import DynamicCache
 
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
+from selfplay.core.models.kv_cache import PreallocatedLayer
 from selfplay.core.models.tiny import build_tiny, save_tiny
 from selfplay.games.tictactoe import TicTacToe
 
@@ -142,6 +144,31 @@ def test_sampling_is_reproducible_and_independent_of_batch_mates(lively):
     assert policy.act([last])[0].token_ids == batch[-1].token_ids
     other_seed = make_policy(lively, seed=1).act(varied_requests(seed=10))
     assert [c.token_ids for c in other_seed] != [c.token_ids for c in batch]
+
+
+def test_the_preallocated_cache_samples_what_a_growing_cache_samples(
+    lively, share_prefix, monkeypatch
+):
+    policy = make_policy(lively, share_prefix=share_prefix, max_new_tokens=12)
+    fast = policy.act(varied_requests(seed=4))
+    monkeypatch.setattr(
+        hf_policy, "preallocated_cache", lambda config, _: DynamicCache(config=config)
+    )
+    slow = policy.act(varied_requests(seed=4))
+    assert [c.token_ids for c in fast] == [c.token_ids for c in slow]
+    assert [c.logprobs for c in fast] == [c.logprobs for c in slow]  # bitwise
+    assert max(len(c.token_ids) for c in fast) > 1  # the decode steps ran
+
+
+def test_a_preallocated_layer_grows_past_its_capacity():
+    layer = PreallocatedLayer(capacity=3)
+    chunks = [torch.randn(2, 1, n, 4) for n in (2, 1, 3)]
+    for chunk in chunks:
+        keys, values = layer.update(chunk, -chunk)
+    assert torch.equal(keys, torch.cat(chunks, dim=2)) and torch.equal(values, -keys)
+    layer.batch_repeat_interleave(2)
+    assert torch.equal(layer.keys, torch.cat(chunks, dim=2).repeat_interleave(2, dim=0))
+    assert layer.get_seq_length() == 6
 
 
 def test_shared_prefix_leaves_every_row_a_token_of_its_own():

@@ -2,7 +2,8 @@
 
 Why our own decoding loop rather than ``model.generate``: the rollout hot path needs the
 log-probability of every sampled token, per-row stopping, and sampling noise that belongs to
-the match rather than to the batch. The loop is short and uses the model's KV cache. It also
+the match rather than to the batch. The loop is short and keeps the model's keys and values in
+a cache allocated once per call (`selfplay.core.models.kv_cache`), not grown each step. It also
 runs the prompt prefix that every row shares (a game's rules, a role tag, a retry message)
 once instead of once per row: on a CPU, prefill dominates the cost of short answers, and this
 makes a lock-step tick about twice as fast as ``generate`` (see benchmarks/RESULTS.md).
@@ -48,6 +49,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
+from selfplay.core.models.kv_cache import preallocated_cache
 from selfplay.core.models.tokenizer import render_plain_chat
 
 # A shared prompt prefix is run once when that saves at least this many token positions
@@ -205,24 +207,29 @@ class HFPolicy(Policy):
         self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], greedy: bool
     ) -> tuple[list[list[int]], list[list[float]]]:
         device = self.model.device
-        cache = DynamicCache(config=self.model.config)
-        logits, mask, position = self._prefill(prompts, cache)
+        # the longest a row gets: the prompt width (plus padding) and every new token
+        capacity = max(len(p) for p in prompts) + self.max_new_tokens
+        cache = preallocated_cache(self.model.config, capacity)
+        logits, prompt_mask, position = self._prefill(prompts, cache)
+        width = prompt_mask.shape[1]
+        full_mask = prompt_mask.new_ones(len(prompts), width + self.max_new_tokens)
+        full_mask[:, :width] = prompt_mask
         vocab = logits.shape[-1]
         noise = None if greedy else _RowNoise(seeds, vocab, self.max_new_tokens, device)
         stop = torch.tensor(sorted(self.stop_ids), device=device, dtype=torch.long)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
-        steps_tokens, steps_logps = [], []
+        tokens = torch.empty(len(prompts), self.max_new_tokens, dtype=torch.long, device=device)
+        logps = torch.empty(len(prompts), self.max_new_tokens, device=device)
         for step in range(self.max_new_tokens):
             token, logp = self._choose(logits, noise, step)
-            steps_tokens.append(token)
-            steps_logps.append(logp)
+            tokens[:, step], logps[:, step] = token, logp
             done |= torch.isin(token, stop)
             if bool(done.all()) or step + 1 == self.max_new_tokens:
                 break
-            mask = torch.cat([mask, mask.new_ones(len(prompts), 1)], dim=-1)
             position = position + 1
+            mask = full_mask[:, : width + step + 1]
             logits = self._forward(token[:, None], mask, position, cache)
-        return _trim(torch.stack(steps_tokens, 1), torch.stack(steps_logps, 1), stop)
+        return _trim(tokens[:, : step + 1], logps[:, : step + 1], stop)
 
     def _prefill(
         self, prompts: Sequence[Sequence[int]], cache: DynamicCache
