@@ -91,6 +91,7 @@ def evaluate(
     opponents: Sequence[str] | None = None,
     matches: int = 100,
     seed: int = 0,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> dict[str, EvalResult]:
     """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats.
 
@@ -113,7 +114,7 @@ def evaluate(
         s for name in names for s in seatings_for(game, policy, ScriptedPolicy(name), matches)
     ]
     # One call for all opponents: the policy answers every waiting match in one batch.
-    episodes = play(game, seatings, seeds * len(names), greedy=True)
+    episodes = play(game, seatings, seeds * len(names), greedy=True, progress=progress)
     results = {}
     for k, name in enumerate(names):
         block = slice(k * matches, (k + 1) * matches)
@@ -122,7 +123,12 @@ def evaluate(
 
 
 def task_metrics(
-    game: Game, policy: Policy, limit: int, seed: int = 0, name: str = "accuracy"
+    game: Game,
+    policy: Policy,
+    limit: int,
+    seed: int = 0,
+    name: str = "accuracy",
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> dict[str, float]:
     """``eval/{split}/{name}|tasks|void`` for a `TaskGame` (empty for any other game).
 
@@ -135,8 +141,9 @@ def task_metrics(
         return {}
     row: dict[str, float] = {}
     replies = _TaskReplies()
-    for split in TASK_SPLITS:
-        states = game.task_states(split, limit, seed)
+    splits = {split: game.task_states(split, limit, seed) for split in TASK_SPLITS}
+    total, done = sum(len(states) for states in splits.values()), 0
+    for split, states in splits.items():
         if not states:
             continue
         seatings = [
@@ -144,7 +151,9 @@ def task_metrics(
             for _ in states
         ]
         seeds = [state.seed for state in states]
-        episodes = play(game, seatings, seeds, greedy=True, starts=states)
+        told = None if progress is None else lambda d, _, r, base=done: progress(base + d, total, r)
+        episodes = play(game, seatings, seeds, greedy=True, starts=states, progress=told)
+        done += len(states)
         verdicts = [game.task_solved(game.State.model_validate(ep.state)) for ep in episodes]
         counted = [v for v in verdicts if v is not None]
         row[f"eval/{split}/{name}"] = sum(counted) / len(counted) if counted else 0.0

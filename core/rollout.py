@@ -103,12 +103,15 @@ def play(
     greedy: bool = False,
     starts: Sequence[GameState] | None = None,
     errors: list[VoidMatch] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> list[Episode]:
     """Play ``len(seeds)`` matches to the end; match ``i`` is seated by ``seatings[i]``.
 
     Match ``i`` starts from ``game.reset(seeds[i])``, or from ``starts[i]`` when given (a
     task set up part-way, e.g. a bank problem handed straight to the solver). With
     ``errors``, a match whose rules raise is voided: left out, and recorded in ``errors``.
+    ``progress(done, total, rounds)`` hears, after every round of moves (one move per match
+    still playing), how many matches are over and how many rounds were played.
     """
     if len(seatings) != len(seeds) or (starts is not None and len(starts) != len(seeds)):
         raise ValueError(
@@ -121,6 +124,7 @@ def play(
         for seating, seed, first in zip(seatings, seeds, firsts, strict=True)
     ]
     waiting = [match for match in matches if match.void is None]
+    rounds = 0
     while waiting:
         groups: dict[int, tuple[Policy, list[tuple[_Match, Role]]]] = {}
         acting = []
@@ -133,6 +137,9 @@ def play(
         for policy, seats in groups.values():
             _play_tick(game, policy, seats, greedy, errors)
         waiting = [match for match in acting if match.void is None]
+        rounds += 1
+        if progress is not None:
+            progress(len(matches) - len(waiting), len(matches), rounds)
     finished = [_finish(game, match, errors) for match in matches if match.void is None]
     return [episode for episode in finished if episode is not None]
 

@@ -99,3 +99,46 @@ def test_the_cold_start_says_its_progress_when_not_on_a_terminal(monkeypatch):
     progress = [line for line in said if line.startswith("cold start: 1/2")]
     assert progress and "loss" in progress[0], said
     assert any(line.startswith("cold start: 2/2") for line in said)
+
+
+def test_an_evaluation_tells_its_matches_as_they_end_and_a_log_shows_them(monkeypatch):
+    from selfplay.api.policy import ScriptedPolicy
+    from selfplay.core.commands.progress import Phase
+    from selfplay.core.evaluate import evaluate
+    from selfplay.games.tictactoe import TicTacToe
+
+    heard: list[tuple[int, int]] = []
+    evaluate(TicTacToe(), ScriptedPolicy("random"), opponents=["random", "minimax"], matches=3,
+             progress=lambda *told: heard.append(told))  # fmt: skip
+    assert {total for _, total, _ in heard} == {6} and heard[-1][:2] == (6, 6)
+    assert [rounds for *_, rounds in heard] == list(range(1, len(heard) + 1))
+    assert [done for done, *_ in heard] == sorted(done for done, *_ in heard)
+    assert heard[0][0] < 6  # told along the way, not only at the end
+
+    monkeypatch.setenv(EVERY_VARIABLE, "0")
+    said: list[str] = []
+    with Phase("evaluation", said.append, Console(file=io.StringIO())) as told:
+        for done, total, rounds in heard:
+            told(done, total, rounds)
+    assert said[0].startswith("evaluation: 0/6") and said[0].endswith("round 1")
+    assert said[-1].startswith("evaluation: 6/6")
+
+
+def test_a_step_inside_a_run_shows_as_a_second_bar_and_leaves_none_behind():
+    from selfplay.core.commands.progress import Phase
+
+    out = io.StringIO()
+    shown = display(out)
+    shown.console = Console(file=out, width=120, force_terminal=True)
+    shown.progress.live.console = shown.console
+    said: list[str] = []
+    with shown:
+        assert shown.live
+        with Phase("evaluation", said.append, shown.console, shown) as told:
+            told(2, 8, 3)
+            bars = {task.description: task for task in shown.progress.tasks}
+            assert bars["evaluation"].completed == 2 and bars["evaluation"].total == 8
+            assert bars["evaluation"].fields["status"] == "round 3"
+        assert [task.description for task in shown.progress.tasks] == ["training"]
+        shown.summary({}, {})
+    assert not shown.live and said == []

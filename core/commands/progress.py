@@ -120,6 +120,55 @@ class Ticker:
             self.bar.stop()
 
 
+class Phase:
+    """A step inside a run that tells ``(done, total, rounds)`` as it goes (evaluations,
+    held-out tasks): the ``progress`` callback of `core.rollout.play`.
+
+    While the run's bar is live on a terminal (``display``) it shows as a second bar under it,
+    removed when the step ends; otherwise as a `Ticker` of its own (a bar on a terminal
+    ``console``, plain lines through ``say`` elsewhere). Nothing shows until the first call."""
+
+    def __init__(
+        self,
+        label: str,
+        say: Callable[[str], None],
+        console: Console | None = None,
+        display: RunDisplay | None = None,
+        every: float | None = None,
+    ) -> None:
+        self.label, self.say, self.console, self.display, self.every = (
+            label, say, console, display, every,
+        )  # fmt: skip
+        self.ticker: Ticker | None = None
+        self.task: Any = None
+        self.done = 0
+
+    def __enter__(self) -> Phase:
+        return self
+
+    def __call__(self, done: int, total: int, rounds: int = 0) -> None:
+        display = self.display
+        if self.task is None and self.ticker is None:
+            if display is not None and display.live and display.console.is_terminal:
+                self.task = display.progress.add_task(self.label, total=total, status="")
+            else:
+                self.ticker = Ticker(self.label, total, self.say, self.console, self.every)
+                self.ticker.__enter__()
+        # Matches played in lock-step mostly end together: the rounds show it is moving.
+        status = f"round {rounds}" if rounds else ""
+        if self.task is not None and display is not None:
+            display.progress.update(self.task, completed=done, total=total, status=status)
+        elif self.ticker is not None:
+            self.ticker.advance(max(0, done - self.done), status)
+        self.done = max(self.done, done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.task is not None and self.display is not None:
+            self.display.progress.remove_task(self.task)
+        if self.ticker is not None:
+            self.ticker.__exit__(*exc)
+
+
 class RunDisplay:
     """Only the main process shows anything (``enabled``); the others stay quiet."""
 
@@ -163,6 +212,11 @@ class RunDisplay:
             say = lambda text: self.console.print(text, soft_wrap=True)  # noqa: E731
             self.lines = PlainLines("iteration", c.iterations, say, done=done or 0)
         return self
+
+    @property
+    def live(self) -> bool:
+        """The run's bar is on screen (between ``__enter__`` and `summary`)."""
+        return self.enabled and self.progress.live.is_started
 
     def update(self, row: dict[str, Any]) -> None:
         if not self.enabled:

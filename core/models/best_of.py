@@ -94,13 +94,22 @@ def best_of(policy: Policy, n: int, by: str, reward: Any = None) -> tuple[BestOf
     return BestOfN(policy, n, reward_chooser(reward)), f"best_of_{n}"
 
 
-def searched_task_metrics(game: Any, policy: Policy, ev: Any, seed: int, reward: Any) -> dict:
-    """The greedy task metrics, plus pass@n / best_of_n when ``ev.best_of`` > 1."""
+def searched_task_metrics(
+    game: Any, policy: Policy, ev: Any, seed: int, reward: Any, progress: Any = None
+) -> dict:
+    """The greedy task metrics, plus pass@n / best_of_n when ``ev.best_of`` > 1.
+
+    ``progress(done, total, rounds)`` counts the tasks of both passes."""
     from selfplay.core.evaluate import task_metrics
 
-    row = task_metrics(game, policy, ev.matches, seed)
+    passes = 2 if ev.best_of > 1 else 1
+
+    def told(k: int) -> Any:
+        return progress and (lambda d, total, r: progress(k * total + d, passes * total, r))
+
+    row = task_metrics(game, policy, ev.matches, seed, progress=told(0))
     if ev.best_of > 1 and row:
         searching, name = best_of(policy, ev.best_of, ev.best_of_by, reward)
-        found = task_metrics(game, searching, ev.matches, seed, name)
+        found = task_metrics(game, searching, ev.matches, seed, name, progress=told(1))
         row.update({k: v for k, v in found.items() if k.endswith(name)})
     return row

@@ -48,6 +48,12 @@ class ColdStartReport:
     last_loss: float
     seconds: float
 
+    def __str__(self) -> str:
+        return (
+            f"{self.steps} steps on {self.examples} examples from {self.matches} matches, "
+            f"loss {self.first_loss:.3f} -> {self.last_loss:.3f}, {self.seconds:.0f} s"
+        )
+
 
 @dataclass(frozen=True)
 class Example:

@@ -30,6 +30,7 @@ from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core import faults
 from selfplay.core.commands.plots import plots_at_the_end
+from selfplay.core.commands.progress import Phase, RunDisplay
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
@@ -52,7 +53,7 @@ from selfplay.core.train.episode_log import recorded
 from selfplay.core.train.hardware import build_fabric
 from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
-from selfplay.core.train.run_folder import RunFolder, make_run_folder
+from selfplay.core.train.run_folder import RunFolder, open_run_folder
 from selfplay.core.train.samples import (
     answer_encoder,
     check_scored,
@@ -113,20 +114,11 @@ class Trainer:
         self.progress = Progress()
         self.unscored = 0  # iterations in a row in which no learner turn was scored
         check_loggers(config.loggers, config.logger_options)  # before the run folder is made
-        self.folder = self._open_folder()
+        self.folder = open_run_folder(config, self.main)
+        self.display: Any = None  # the run's bar, while it shows
         self.trackers = Trackers(self.folder, config) if self.folder else None
 
     # ---- set-up ----------------------------------------------------------------------------
-
-    def _open_folder(self) -> RunFolder | None:
-        folder = None
-        if self.main:
-            if self.config.resume:
-                folder = RunFolder(self.config.resume)
-            else:
-                folder = make_run_folder(self.config)
-                folder.write_config(self.config)
-        return folder
 
     def _set_up(self, resuming: bool) -> None:
         config = self.config
@@ -186,8 +178,6 @@ class Trainer:
             return self._train()
 
     def _train(self) -> TrainResult:
-        from selfplay.core.commands.progress import RunDisplay
-
         found = resume.checkpoints(self) if self.config.resume else None
         resuming = bool(found and found.complete)
         self._set_up(resuming=resuming)
@@ -206,13 +196,13 @@ class Trainer:
                 f"--iterations {self.config.iterations} leaves nothing to train. "
                 "--iterations is the total: pass a larger one."
             )
-        before = self._before_eval()
-        rows: list[dict[str, Any]] = []
-        self.view = self.view.at(start)
-        for _, callback in self.callbacks:
-            callback.on_train_start(self.view)
-        display = RunDisplay(self.config, self.folder, self.console, enabled=self.main)
+        self.display = display = RunDisplay(self.config, self.folder, self.console, self.main)
         with display:
+            before = self._before_eval()
+            rows: list[dict[str, Any]] = []
+            self.view = self.view.at(start)
+            for _, callback in self.callbacks:
+                callback.on_train_start(self.view)
             for iteration in range(start + 1, self.config.iterations + 1):
                 self.view = self.view.at(iteration)
                 row = self.iteration(iteration)
@@ -260,8 +250,7 @@ class Trainer:
             episodes = list(callback.on_episodes(self.view, episodes))
         scores = self.reward(episodes, reduce=self._sum)
         invalid_reward = config.train.invalid_reward
-        if invalid_reward is None:
-            invalid_reward = config.invalid_moves.penalty
+        invalid_reward = config.invalid_moves.penalty if invalid_reward is None else invalid_reward
         samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
         samples = [s for s in samples if self._trains(s.role, iteration)]
         self.unscored = check_scored(iteration, episodes, samples, self.unscored, self)
@@ -351,14 +340,10 @@ class Trainer:
             inner.state.clear()
 
     def evaluate(self) -> dict[str, EvalResult]:
-        ev = self.config.eval
-        return evaluate(
-            self.game,
-            self.learner,
-            opponents=ev.opponents,
-            matches=ev.matches,
-            seed=self.config.seed + 7919,
-        )
+        ev, seed = self.config.eval, self.config.seed + 7919
+        with self._phase("evaluation") as told:
+            return evaluate(self.game, self.learner, opponents=ev.opponents, matches=ev.matches,
+                            seed=seed, progress=told)  # fmt: skip
 
     def _before_eval(self) -> dict[str, EvalResult]:
         if self.progress.before:
@@ -370,8 +355,13 @@ class Trainer:
 
     def _task_metrics(self) -> dict[str, float]:
         """Held-out accuracy of games with tasks (empty for the others), and best-of-n."""
-        seed = self.config.seed + 7919
-        return searched_task_metrics(self.game, self.learner, self.config.eval, seed, self.reward)
+        seed, ev = self.config.seed + 7919, self.config.eval
+        with self._phase("held-out tasks") as told:
+            return searched_task_metrics(self.game, self.learner, ev, seed, self.reward, told)
+
+    def _phase(self, label: str) -> Phase:
+        console = self.console if self.main else None
+        return Phase(label, self._say if self.main else lambda _: None, console, self.display)
 
     def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
         row: dict[str, float] = {}

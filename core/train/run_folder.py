@@ -193,6 +193,18 @@ def config_text(config: RunConfig) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def open_run_folder(config: RunConfig, main: bool) -> RunFolder | None:
+    """The run's folder on the main process (None on the others): the one ``--resume`` names,
+    or a new one holding the resolved config."""
+    if not main:
+        return None
+    if config.resume:
+        return RunFolder(config.resume)
+    folder = make_run_folder(config)
+    folder.write_config(config)
+    return folder
+
+
 def make_run_folder(config: RunConfig) -> RunFolder:
     name = config.name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     path = Path(config.out) / name
