@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -78,12 +79,15 @@ class RewardContext:
     its own (a reward model) puts it; None means the CPU. ``measure(name, messages)`` gives
     ``(prompt tokens, context positions)`` of the named model for those messages, or None
     when it cannot tell, so a judge can check at start-up that its prompt fits.
+    ``phase(label)`` is a context manager whose value, ``told(done, total)``, shows a long
+    step's progress (a judge's batches) the way the run shows its own; None outside a run.
     """
 
     game: Game | None = None
     policy: Callable[..., Policy] | None = None
     device: str | None = None
     measure: Callable[[str, Sequence[Message]], tuple[int, int] | None] | None = None
+    phase: Callable[[str], AbstractContextManager[Any]] | None = None
 
 
 class Reward(ABC):

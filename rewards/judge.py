@@ -30,6 +30,7 @@ off by default:
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -68,6 +69,12 @@ class JudgeModelOptions(RewardOptions):
         default=None, description="Shipped template name or a .txt file (default by mode)."
     )
     max_new_tokens: int = Field(default=32, ge=1, description="Tokens the judge may write.")
+    batch_size: int | None = Field(
+        default=64,
+        ge=1,
+        description="Questions per call to the judge model; the run shows progress per batch "
+        "(null = all in one call).",
+    )
     max_chars: int = Field(
         default=2000, ge=1, description="Each text shown to the judge keeps its last N chars."
     )
@@ -351,8 +358,16 @@ class Judge(Reward):
             for ep, prompt, sub in asks
         ]
         self._counts["asked"] += len(requests)
-        start = self.options.prefill or ""
-        return [start + c.text for c in policy.act(requests, greedy=self.options.greedy)]
+        start, size = self.options.prefill or "", self.options.batch_size or len(requests)
+        answers: list[str] = []
+        shown = self.context.phase(self.name) if self.context.phase else None
+        with shown or contextlib.nullcontext() as told:
+            for first in range(0, len(requests), size):
+                batch = requests[first : first + size]
+                answers += [start + c.text for c in policy.act(batch, greedy=self.options.greedy)]
+                if told is not None:
+                    told(len(answers), len(requests))
+        return answers
 
     def _messages(self, prompt: str) -> tuple[Message, ...]:
         """The judge's prompt, and the start of its reply when ``prefill`` is set."""

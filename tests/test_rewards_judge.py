@@ -294,3 +294,24 @@ def test_the_policy_continues_an_assistant_prefill():
     assert policy.render([Message("user", "Rate it."), Message("assistant", "Score:")]) == (
         asked + "Score:"
     )
+
+
+def test_a_judge_asks_in_batches_and_shows_its_progress_through_the_run():
+    from contextlib import contextmanager
+
+    heard: list[tuple[str, int, int]] = []
+
+    @contextmanager
+    def phase(label):
+        yield lambda done, total: heard.append((label, done, total))
+
+    models = Models(lambda req: f"Score: {req.rng.randrange(11)}")
+    judge = Judge(batch_size=2)
+    judge.bind(RewardContext(game=TicTacToe(), policy=models, phase=phase))
+    batched = judge([episode(seed) for seed in range(5)])
+    assert models.policy.calls == [2, 2, 1]
+    assert heard == [("judge", 2, 5), ("judge", 4, 5), ("judge", 5, 5)]
+    whole, models = bound(Judge(batch_size=None), [])
+    models.policy._respond = lambda req: f"Score: {req.rng.randrange(11)}"
+    assert whole([episode(seed) for seed in range(5)]) == batched  # same answers, one call
+    assert models.policy.calls == [5]

@@ -145,7 +145,7 @@ class Trainer:
 
         models = RewardModels(config, self.learner, self.reference)
         device = str(self.fabric.device)
-        context = RewardContext(self.game, models, device, measure=models.measure)
+        context = RewardContext(self.game, models, device, models.measure, self._phase)
         self.reward.bind(context)
         for line in self.reward.notices():
             self._say(f"[yellow]note:[/yellow] {escape(line)}")
