@@ -43,6 +43,10 @@ def fake_run(root: Path, name: str, shift: float) -> Path:
     (folder / "crossplay.csv").write_text(
         "holder,opponent,mean_payoff,matches\nlearner,snapshot:0,0.5,4\nsnapshot:0,learner,-0.5,4\n"
     )
+    (folder / "ratings.csv").write_text(
+        "name,elo,bt,games,wins,draws,losses\nsnapshot:0,990.5,981.25,4,1,0,3\n"
+        f"learner,1009.5,1018.75,4,3,0,1\n{SCRIPT},1000,1000,0,0,0,0\n"
+    )
     turns = (Turn("player_0", "learner", (Message("user", "Your move?"),), SCRIPT, None, False),)
     write_episodes(
         folder / "episodes.jsonl",
@@ -75,6 +79,9 @@ def test_a_report_of_two_runs_is_one_self_contained_page(two_runs, tmp_path, cap
     assert "<td>alpha</td>" in page and "<td>beta</td>" in page
     assert "iteration 1 · tictactoe seed 101" in page  # the first iteration's transcript
     assert "iteration 3 · tictactoe seed 103" in page  # and the last one's
+    ratings = page.split("<h2>Ratings: alpha</h2>")[1].split("</table>")[0]
+    assert "<th>Bradley-Terry</th>" in ratings and "<td>1018.8</td>" in ratings
+    assert ratings.index("learner") < ratings.index("snapshot:0")  # best first
 
 
 def test_one_run_gets_its_report_in_its_folder(two_runs):

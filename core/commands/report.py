@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import csv
 import html
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def write_report(folders: list[Path], out: Path) -> Path:
         data = base64.b64encode(png).decode("ascii")
         parts.append(f'<img alt="{_e(name)}" src="data:image/png;base64,{data}">')
     for folder, label in zip(folders, labels, strict=True):
+        parts.extend(_ratings(folder, label))
+    for folder, label in zip(folders, labels, strict=True):
         parts.append(f"<h2>Transcripts: {_e(label)}</h2>")
         parts.extend(_transcripts(folder))
     parts.append("</body></html>")
@@ -106,6 +109,36 @@ def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
         rows.append(f"<tr><td>{_e(label)}</td>{cells}<td>{done}</td><td>{last}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
+
+
+def _ratings(folder: Path, label: str) -> list[str]:
+    """The pool's final ratings (``ratings.csv``): Elo and the Bradley-Terry fit, best first."""
+    path = Path(folder) / "ratings.csv"
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return []
+    rows.sort(key=lambda r: -float(r.get("bt") or r.get("elo") or 0))
+    head = ("name", "elo", "bt", "games", "wins", "draws", "losses")
+    names = {"elo": "Elo", "bt": "Bradley-Terry"}
+    table = ["<table><tr>", *(f"<th>{names.get(h, h)}</th>" for h in head)]
+    table.append("</tr>")
+    for row in rows:
+        cells = [_e(row.get("name", ""))]
+        cells += [_number(row.get(k, "")) for k in head[1:]]
+        table.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    table.append("</table>")
+    return [f"<h2>Ratings: {_e(label)}</h2>", "".join(table)]
+
+
+def _number(text: str) -> str:
+    try:
+        value = float(text)
+    except ValueError:
+        return _e(text)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e6 else f"{value:.1f}"
 
 
 def _transcripts(folder: Path) -> list[str]:
