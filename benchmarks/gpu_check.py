@@ -3,13 +3,14 @@
 Each check is a `selfplay run` command line (or a benchmark) on a CUDA device: bf16 mixed
 and true precision, resume, LoRA, a full fine-tune with its KL reference copy, the PSRO pool
 with snapshots and exact exploitability, DeepSpeed ZeRO stage 2, FlashAttention-2, and the
-update step's throughput against raw PyTorch. A wider model than ``tiny`` (about 150M
-parameters, random weights, the character tokenizer) is written to a local folder first, so
-nothing is downloaded. The summary table goes to ``OUT/gpu_check.md`` and every command's
-output to ``OUT/gpu_check.log``, both rewritten after each check, so a run stopped at a time
-limit still says how far it got.
+update step's throughput against raw PyTorch, and the rollout decode loop's tokens/s against
+``model.generate`` (benchmarks/decode_throughput.py, ~150M and ~1B shapes). A wider model
+than ``tiny`` (about 150M parameters, random weights, the character tokenizer) is written to
+a local folder first, so nothing is downloaded. The summary table goes to
+``OUT/gpu_check.md`` and every command's output to ``OUT/gpu_check.log``, both rewritten
+after each check, so a run stopped at a time limit still says how far it got.
 
-    python benchmarks/gpu_check.py --out results/           # every check, about 5 minutes
+    python benchmarks/gpu_check.py --out results/           # every check, about 8 minutes
     python benchmarks/gpu_check.py --out results/ --only tiny,deepspeed
 """
 
@@ -134,6 +135,17 @@ def checks(out: Path, wide: Path) -> list[Check]:
              "--device", "cuda", "--precision", "bf16-mixed", "--width", "1024", "--layers",
              "12", "--samples", "2048", "--minibatch", "256", "--rounds", "2"],
         ),
+        *[
+            Check(
+                f"decode-{shape}",
+                f"rollout tokens/s, our decode loop vs model.generate, {shape}-shaped model, "
+                "bf16, batch 64 and 256, 64 new tokens",
+                [sys.executable, str(Path(__file__).with_name("decode_throughput.py")),
+                 "--device", "cuda", "--shape", shape, "--batches", "64,256"],
+                timeout=300,
+            )
+            for shape in ("150m", "1b")
+        ],
     ]  # fmt: skip
 
 

@@ -18,6 +18,8 @@ allowance is raised (default 4 retries) to keep each match going for several tic
 retry message in the prompt as in early training.
 
 Run:  python benchmarks/rollout_throughput.py [--threads 2] [--matches 64] [--rounds 3]
+      python benchmarks/rollout_throughput.py --width 512 --layers 6   # a ~20M-parameter shape
+      python benchmarks/rollout_throughput.py --precision bf16-mixed   # skipped without bf16 units
 The last lines are ``speedup_vs_sequential=``, ``speedup_vs_growing_cache=`` and
 ``fraction_of_raw_generate=``.
 """
@@ -29,6 +31,7 @@ import copy
 import os
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import torch
 from transformers import DynamicCache
@@ -39,6 +42,7 @@ from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.rollout import play
+from selfplay.core.train.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.games.tictactoe import TicTacToe
 
 
@@ -50,7 +54,27 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--allowance", type=int, default=4, help="invalid-move retries")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="32-true", help="32-true, bf16-mixed, bf16-true")
+    parser.add_argument("--width", type=int, default=0, help="hidden size (0: the tiny model)")
+    parser.add_argument("--layers", type=int, default=4, help="layers, with --width")
+    parser.add_argument(
+        "--force", action="store_true", help="run bf16 even on a CPU without bf16 units"
+    )
     return parser.parse_args()
+
+
+def model_shape(width: int, layers: int) -> dict[str, int]:
+    """The tiny model's config overrides for a wider, deeper model (none for ``width=0``)."""
+    if not width:
+        return {}
+    heads = max(1, width // 64)
+    return {
+        "hidden_size": width,
+        "intermediate_size": width * 3,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
+    }
 
 
 def generated_tokens(episodes: Sequence[Episode]) -> int:
@@ -105,7 +129,10 @@ def time_raw_generate(policy: HFPolicy, batches: list[list[tuple[int, ...]]]) ->
     elapsed, tokens = 0.0, 0
     for ids, mask in inputs:
         start = time.perf_counter()
-        with torch.inference_mode():
+        with (
+            torch.inference_mode(),
+            policy.forward_context() if policy.forward_context else nullcontext(),
+        ):
             out = model.generate(
                 input_ids=ids,
                 attention_mask=mask,
@@ -156,17 +183,26 @@ def main() -> None:
     args = parse_args()
     load = os.getloadavg()[0]
     torch.set_num_threads(args.threads)
+    if args.precision.startswith("bf16") and not (cpu_has_bf16_units() or args.force):
+        print(f"skipped: {cpu_bf16_message(args.precision)}")
+        return
     torch.manual_seed(args.seed)
-    model, tokenizer = build_tiny(seed=args.seed)
+    shape = model_shape(args.width, args.layers)
+    model, tokenizer = build_tiny(seed=args.seed, **shape)
     options = {"max_new_tokens": args.max_new_tokens, "include_system": False}
     policy = HFPolicy(model, tokenizer, name="tiny", seed=args.seed, **options)
+    if args.precision == "bf16-true":
+        model.to(torch.bfloat16)
+    elif args.precision == "bf16-mixed":
+        policy.forward_context = lambda: torch.autocast("cpu", dtype=torch.bfloat16)
     game = TicTacToe(rules=InvalidMoveRules(allowance=args.allowance))
     totals = measure(game, policy, args.rounds, args.matches, args.seed)
 
     rate = {name: row[1] / row[0] for name, row in totals.items()}
     size = sum(p.numel() for p in model.parameters())
     print(
-        f"tiny model, {size:,} parameters; torch {torch.__version__}, "
+        f"{'tiny' if not args.width else 'wider'} model, {size:,} parameters, "
+        f"{args.precision}; torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads; load average before: {load:.2f}"
     )
     print(

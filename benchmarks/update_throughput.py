@@ -27,6 +27,7 @@ from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models.scoring import pack
 from selfplay.core.models.tiny import build_tiny
+from selfplay.core.train.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.core.train.update import Updater
 
 
@@ -131,7 +132,14 @@ def main() -> None:
     parser.add_argument("--precision", default="32-true", help="32-true, bf16-mixed, bf16-true")
     parser.add_argument("--width", type=int, default=0, help="hidden size (0: the tiny model)")
     parser.add_argument("--layers", type=int, default=4, help="layers, with --width")
+    parser.add_argument(
+        "--force", action="store_true", help="run bf16 even on a CPU without bf16 units"
+    )
     args = parser.parse_args()
+    on_cpu = args.device == "cpu"
+    if on_cpu and args.precision.startswith("bf16") and not (cpu_has_bf16_units() or args.force):
+        print(f"skipped: {cpu_bf16_message(args.precision)}")
+        return
     torch.set_num_threads(args.threads)
     samples = make_samples(args.samples)
     results = {}

@@ -5,6 +5,7 @@ benchmarks/gpu_check.py on a CUDA machine."""
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import pytest
 import torch
@@ -12,7 +13,8 @@ import torch
 from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.tiny import save_tiny
-from selfplay.core.train.hardware import build_fabric, gradient_clipper
+from selfplay.core.train import hardware
+from selfplay.core.train.hardware import build_fabric, cpu_has_bf16_units, gradient_clipper
 
 
 def test_auto_accelerator_is_cuda_only_when_a_gpu_is_visible():
@@ -79,3 +81,22 @@ def test_more_gpus_than_the_machine_has_are_refused(monkeypatch):
     config = build_config(None, {}, ["hardware.accelerator=cuda", "hardware.devices=2"])
     with pytest.raises(ConfigError, match="asks for 2 GPUs, but this machine shows 1"):
         build_fabric(config)
+
+
+def test_bf16_units_are_read_from_the_cpu_flags():
+    assert cpu_has_bf16_units("flags : fpu avx2 amx_bf16 amx_tile")
+    assert cpu_has_bf16_units("flags : fpu avx512f avx512_bf16")
+    assert not cpu_has_bf16_units("flags : fpu avx2 avx512f avx512bw")
+
+
+@pytest.mark.parametrize("units", [True, False])
+def test_bf16_on_a_cpu_without_bf16_units_warns_with_the_fix(monkeypatch, units):
+    monkeypatch.setattr(hardware, "cpu_has_bf16_units", lambda: units)
+    config = build_config(None, {}, ["hardware.accelerator=cpu", "hardware.precision=bf16-mixed"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_fabric(config)
+    said = [str(w.message) for w in caught if "bf16 units" in str(w.message)]
+    assert bool(said) is not units
+    if said:
+        assert "--precision 32-true" in said[0] and "bf16-mixed" in said[0]

@@ -171,6 +171,23 @@ def test_a_preallocated_layer_grows_past_its_capacity():
     assert layer.get_seq_length() == 6
 
 
+def test_a_forward_context_runs_sampling_in_bf16_with_fp32_logprobs():
+    policy = HFPolicy(*build_tiny(seed=0), max_new_tokens=1)
+    dtypes = []
+    layer = policy.model.model.layers[0].mlp.down_proj
+    handle = layer.register_forward_hook(lambda m, a, out: dtypes.append(out.dtype))
+    try:
+        plain = policy.act(varied_requests(seed=2), greedy=True)
+        policy.forward_context = lambda: torch.autocast("cpu", dtype=torch.bfloat16)
+        mixed = policy.act(varied_requests(seed=2), greedy=True)
+    finally:
+        handle.remove()
+    assert dtypes[0] == torch.float32 and dtypes[-1] == torch.bfloat16
+    gaps = [abs(a.logprobs[0] - b.logprobs[0]) for a, b in zip(plain, mixed, strict=True)]
+    assert 0 < max(gaps) < 0.05  # bf16 rounding shows, and stays small
+    assert all(isinstance(lp, float) for c in mixed for lp in c.logprobs)
+
+
 def test_shared_prefix_leaves_every_row_a_token_of_its_own():
     assert hf_policy._shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3]]) == 2
     assert hf_policy._shared_prefix_length([[1, 2], [1, 2]]) == 1

@@ -31,6 +31,9 @@ What a caller must know:
   same tokens whatever else shares its batch, up to floating-point differences that padding
   can cause in near-ties. Reusing match seeds reuses the noise: give each match a fresh seed
   (or change ``seed``) to get fresh samples.
+- Precision. Under mixed precision the trainer sets ``forward_context`` (its autocast), so
+  sampling runs in bf16 like the update's forward; logits are cast to fp32 before the
+  log-softmax, so log-probabilities are fp32 in every precision.
 - Numerics. Padding and the shared-prefix prefill change logits only at rounding level
   (~1e-6): greedy output of a row equals its batch-of-one output, and the logprobs match a
   plain forward pass over ``prompt_ids + token_ids`` to 1e-4 (both are tested).
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +99,8 @@ class HFPolicy(Policy):
         self.share_prefix = share_prefix
         # set by the trainer when each role has its own adapter: role -> context manager
         self.role_context: Callable[[str], AbstractContextManager[Any]] | None = None
+        # set by the trainer under mixed precision: the autocast the update's forward runs in
+        self.forward_context: Callable[[], AbstractContextManager[Any]] | None = None
         self.max_prompt_tokens = max_prompt_tokens or _default_prompt_limit(model, max_new_tokens)
         self.stop_ids = _stop_ids(model, tokenizer)
         self._cache_kwarg = _cache_kwarg(model)
@@ -198,7 +203,8 @@ class HFPolicy(Policy):
         if was_training:
             self.model.eval()
         try:
-            return self._decode(prompts, seeds, greedy)
+            with self.forward_context() if self.forward_context else nullcontext():
+                return self._decode(prompts, seeds, greedy)
         finally:
             if was_training:
                 self.model.train()

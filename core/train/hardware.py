@@ -7,11 +7,17 @@ which this project does not test). DeepSpeed runs ZeRO stages 1 and 2; stage 3 i
 gradients are clipped inside its optimizer step (``gradient_clipping`` in its config, set
 from ``train.max_grad_norm``), so the update must not clip them again through Fabric, which
 refuses to under DeepSpeed.
+
+bf16 on the CPU runs (autocast for ``bf16-mixed``, bf16 weights for ``bf16-true``), and pays
+only on a CPU with bf16 units (AMX or AVX512-BF16); on any other it is emulated and slower
+than fp32, which a run is told at start-up.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import warnings
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -29,6 +35,8 @@ def build_fabric(config: RunConfig) -> L.Fabric:
     if is_deepspeed(hw.strategy):
         _check_deepspeed(hw.strategy, accelerator)
     _check_available(accelerator, hw.devices)  # after the settings' own mistakes
+    if accelerator == "cpu" and hw.precision.startswith("bf16") and not cpu_has_bf16_units():
+        warnings.warn(cpu_bf16_message(hw.precision), stacklevel=2)
     if is_deepspeed(hw.strategy):
         from lightning.fabric.strategies import STRATEGY_REGISTRY
 
@@ -93,3 +101,22 @@ def gradient_clipper(fabric: L.Fabric, strategy: str) -> Any:
     if not is_deepspeed(strategy):
         return fabric.clip_gradients
     return lambda module, optimizer, max_norm: torch.tensor(float("nan"))
+
+
+def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU multiplies bf16 in hardware: ``amx_bf16`` or ``avx512_bf16`` flags."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return False
+    flags = set(cpuinfo.split())
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
+def cpu_bf16_message(precision: str) -> str:
+    return (
+        f"--precision {precision} on this CPU: it has no bf16 units (neither amx_bf16 nor "
+        "avx512_bf16 in /proc/cpuinfo), so bf16 is emulated and slower than fp32; use "
+        "--precision 32-true here, bf16 on a CPU with AMX or AVX512-BF16 or on a GPU."
+    )

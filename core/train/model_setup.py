@@ -57,6 +57,8 @@ def prepare_learner(
     )
     model, optimizer = fabric.setup(learner.model, optimizer)
     learner.model = model.module  # generation runs on the plain module; weights are shared
+    if "mixed" in config.hardware.precision and hasattr(learner, "forward_context"):
+        learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
     train = config.train
     objective.bind(
