@@ -113,7 +113,8 @@ class Objective(ABC):
         self.train = TrainSettings()
 
     def bind(self, train: TrainSettings) -> None:
-        """Told once, before training, the run's update settings."""
+        """Told before training the run's update settings, and again whenever a schedule
+        changes one (``train.kl_coef_step`` moves ``kl_coef`` each iteration)."""
         self.train = train
 
     @abstractmethod

@@ -43,6 +43,22 @@ class TrainConfig(BaseModel):
     )
     clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
     kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
+    kl_coef_step: float = Field(
+        default=0.0,
+        description="Added to kl_coef after every iteration (seed 004: kl_coef 0.1, step 0.02); "
+        "negative decays it (never below 0). See core/schedules.py.",
+    )
+    kl_coef_max: float | None = Field(
+        default=None, ge=0, description="Cap of the scheduled KL coefficient (null = none)."
+    )
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        default="constant",
+        description="constant, or cosine: anneal from lr to lr_min by the last iteration.",
+    )
+    lr_warmup: int = Field(
+        default=0, ge=0, description="Iterations of linear learning-rate warm-up from lr/N."
+    )
+    lr_min: float = Field(default=0.0, ge=0, description="The cosine schedule's final rate.")
     reference_update: float = Field(
         default=0.0,
         ge=0,

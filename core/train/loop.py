@@ -35,6 +35,7 @@ from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.rollout import VoidMatch, play
+from selfplay.core.schedules import apply_schedules
 from selfplay.core.stats import episode_metrics
 from selfplay.core.trackers import Trackers, check_loggers
 from selfplay.core.train import resume
@@ -124,6 +125,7 @@ class Trainer:
         config = self.config
         wanted = (
             config.train.kl_coef > 0
+            or config.train.kl_coef_step > 0
             or self.objective.wants_reference()
             or "reference" in self.reward.models
         )
@@ -270,6 +272,7 @@ class Trainer:
             terms=self.reward.labels,
             reduce=self._sum,
         )
+        schedule = apply_schedules(config, self.optimizer, self.objective, iteration)
         items = self.objective.prepare(data)
         stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
         if config.train.reference_update:
@@ -284,6 +287,7 @@ class Trainer:
         row = {"iteration": iteration, **episode_metrics(episodes, totals, self._sum)}
         row.update(self.reward.metrics())
         row.update(stats.means())
+        row.update(schedule)
         row.update(self.objective.iteration_metrics())
         row.update(self.league.after_iteration(iteration, everyone))
         row.update(void_row)

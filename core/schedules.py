@@ -1,0 +1,65 @@
+"""The learning-rate and KL-coefficient schedules (seed 004's recipe: cosine annealing with a
+warm-up; the KL coefficient starting at 0.1 and growing by 0.02 per round against mode
+collapse).
+
+Both are functions of the iteration (a round is one iteration) and the config alone, so a
+resumed run picks them up exactly where it stopped: the checkpoint holds the iteration and
+the optimiser state, the run folder the config. Each iteration's values are logged as
+``lr`` and ``kl_coef`` in metrics.csv.
+
+lr at iteration i of T (1-based), warm-up W, floor ``lr_min``:
+    i <= W: lr * i / W
+    constant, after W: lr
+    cosine, after W:   lr_min + (lr - lr_min) * (1 + cos(pi * f)) / 2, f = (i-W-1) / (T-W-1)
+(cosine reaches lr_min at the last iteration, T; with ``--resume --iterations`` larger, T is
+the new total and the curve stretches from there.)
+
+kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+
+def lr_at(train: Any, iteration: int, total: int) -> float:
+    """The learning rate of ``iteration`` (1-based) in a run of ``total`` iterations."""
+    base, warm = train.lr, train.lr_warmup
+    if warm and iteration <= warm:
+        return base * iteration / warm
+    if train.lr_schedule == "constant":
+        return base
+    span = total - warm - 1
+    if span <= 0:
+        return base
+    done = min(1.0, max(0.0, (iteration - warm - 1) / span))
+    floor = train.lr_min
+    return floor + (base - floor) * (1 + math.cos(math.pi * done)) / 2
+
+
+def kl_at(train: Any, iteration: int) -> float:
+    """The KL coefficient of ``iteration`` (1-based)."""
+    value = max(0.0, train.kl_coef + train.kl_coef_step * (iteration - 1))
+    return value if train.kl_coef_max is None else min(value, train.kl_coef_max)
+
+
+def scheduled(train: Any) -> bool:
+    """Whether anything moves: a constant rate, no warm-up and no KL step change nothing."""
+    return train.lr_schedule != "constant" or train.lr_warmup > 0 or train.kl_coef_step != 0
+
+
+def apply_schedules(
+    config: Any, optimizer: Any, objective: Any, iteration: int
+) -> dict[str, float]:
+    """Set this iteration's learning rate and KL coefficient; their values for metrics.csv."""
+    train = config.train
+    lr, kl = lr_at(train, iteration, config.iterations), kl_at(train, iteration)
+    if scheduled(train):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        settings = getattr(objective, "train", None)
+        if dataclasses.is_dataclass(settings) and getattr(settings, "kl_coef", kl) != kl:
+            objective.bind(dataclasses.replace(settings, kl_coef=kl))
+    return {"lr": lr, "kl_coef": kl}

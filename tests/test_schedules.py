@@ -1,0 +1,95 @@
+"""Learning-rate and KL schedules (seed 004): their curves, what they set, and a resumed run
+that goes on with the same values as an uninterrupted one."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from selfplay.api.objective import TrainSettings
+from selfplay.core.algorithms.pg import PolicyGradient
+from selfplay.core.commands.cli import main
+from selfplay.core.config import ConfigError, TrainConfig, build_config
+from selfplay.core.schedules import apply_schedules, kl_at, lr_at
+
+
+def test_warm_up_then_cosine_from_lr_to_its_floor_by_the_last_iteration():
+    train = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_warmup=2, lr_min=1e-4)
+    rates = [lr_at(train, i, 12) for i in range(1, 13)]
+    assert rates[:3] == pytest.approx([5e-4, 1e-3, 1e-3])
+    assert rates[-1] == pytest.approx(1e-4)
+    assert all(a > b for a, b in itertools.pairwise(rates[2:]))  # falls every step
+    middle = lr_at(train, 2 + 1 + 9 // 2, 12)  # halfway along the cosine
+    assert middle == pytest.approx(1e-4 + 9e-4 * (1 + math.cos(math.pi * 4 / 9)) / 2)
+    constant = TrainConfig(lr=1e-3, lr_warmup=4)
+    assert [lr_at(constant, i, 10) for i in (1, 4, 5, 10)] == pytest.approx(
+        [2.5e-4, 1e-3] + [1e-3] * 2
+    )
+
+
+def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero():
+    train = TrainConfig(kl_coef=0.1, kl_coef_step=0.02, kl_coef_max=0.15)
+    assert [kl_at(train, i) for i in range(1, 6)] == pytest.approx([0.1, 0.12, 0.14, 0.15, 0.15])
+    assert kl_at(TrainConfig(kl_coef=0.05, kl_coef_step=-0.02), 4) == 0.0
+    with pytest.raises(ConfigError, match="lr_schedule"):
+        build_config(None, {}, ["train.lr_schedule=linear"])
+
+
+def test_apply_sets_the_optimiser_rate_and_rebinds_the_objective_kl():
+    config = build_config(None, {"iterations": 10}, [
+        "train.lr_schedule=cosine", "train.kl_coef=0.1", "train.kl_coef_step=0.02"])  # fmt: skip
+    optimizer = SimpleNamespace(param_groups=[{"lr": 0.0}, {"lr": 0.0}])
+    objective = PolicyGradient()
+    objective.bind(TrainSettings(kl_coef=0.1, clip=0.3))
+    told = apply_schedules(config, optimizer, objective, 3)
+    assert told == pytest.approx({"lr": lr_at(config.train, 3, 10), "kl_coef": 0.14})
+    assert [g["lr"] for g in optimizer.param_groups] == [told["lr"]] * 2
+    assert objective.train.kl_coef == pytest.approx(0.14) and objective.train.clip == 0.3
+    unscheduled = build_config(None, {}, [])
+    untouched = SimpleNamespace(param_groups=[{"lr": 7.0}])
+    apply_schedules(unscheduled, untouched, objective, 3)
+    assert untouched.param_groups[0]["lr"] == 7.0  # the default run is left exactly as it was
+
+
+def train(out: Path, name: str, iterations: int, *extra: str) -> list[dict]:
+    args = ["run", "--cold-start", "0", "--matches", "2", "--set", "eval.matches=2"]
+    args += [
+        "--set",
+        "threads=1",
+        "--set",
+        "train.lr_schedule=cosine",
+        "--set",
+        "train.lr_warmup=1",
+    ]
+    args += ["--set", "train.kl_coef_step=0.01", "--set", "checkpoint_every=1"]
+    threads = torch.get_num_threads()
+    try:
+        assert main([*args, "--iterations", str(iterations), "--out", str(out), "--name", name,
+                     *extra]) == 0  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    with (out / name / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_run_logs_its_schedule_and_a_resumed_run_goes_on_with_the_same_values(tmp_path):
+    whole = train(tmp_path, "whole", 3)
+    config = TrainConfig(lr_schedule="cosine", lr_warmup=1, kl_coef_step=0.01)
+    assert [float(r["lr"]) for r in whole] == pytest.approx(
+        [lr_at(config, i, 3) for i in (1, 2, 3)]
+    )
+    assert [float(r["kl_coef"]) for r in whole] == pytest.approx([0.05, 0.06, 0.07])
+    first = train(tmp_path, "parts", 3, "--set", "minutes=0.00001")  # stops after iteration 1
+    assert len(first) == 1
+    for _ in range(2):  # each leg stops after one iteration (its config keeps the time limit)
+        assert main(["run", "--resume", str(tmp_path / "parts"), "--iterations", "3"]) == 0
+    with (tmp_path / "parts" / "metrics.csv").open() as f:
+        parts = list(csv.DictReader(f))
+    for key in ("lr", "kl_coef"):
+        assert [r[key] for r in parts] == [r[key] for r in whole]
