@@ -166,6 +166,11 @@ class PoolConfig(BaseModel):
     matches_per_pair: int = Field(
         default=32, ge=2, description="Matches per pair when a sampler asks for a payoff matrix."
     )
+    server: str | None = Field(
+        default=None,
+        description="With --lora: serve every snapshot as an adapter on this server "
+        "(openai:http://HOST:PORT/v1, vLLM's dynamic LoRA) instead of in memory.",
+    )
 
 
 class RunConfig(BaseModel):
