@@ -80,6 +80,22 @@ def test_plain_lines_come_every_n_seconds_with_an_eta_and_once_at_the_end():
     assert said[-1] == "cold start: 10/10, 0:35 elapsed"
 
 
+def test_a_quiet_step_prints_nothing_when_short_and_the_usual_lines_when_long():
+    said: list[str] = []
+    clock = FakeClock()
+    short = PlainLines("matches", 4, said.append, every=30, clock=clock, quiet=True)
+    clock.now += 3
+    short.advance(4)
+    assert said == []  # an iteration's matches, over in 3 s: nothing in the log
+    long = PlainLines("matches", 4, said.append, every=30, clock=clock, quiet=True)
+    clock.now += 31
+    long.advance(1, "round 9")
+    clock.now += 1
+    long.advance(3)
+    assert said == ["matches: 1/4, 0:31 elapsed, about 1:33 left  round 9",
+                    "matches: 4/4, 0:32 elapsed"]  # fmt: skip
+
+
 def test_a_run_piped_to_a_log_prints_iteration_lines(monkeypatch):
     monkeypatch.setenv(EVERY_VARIABLE, "0")
     text = closing_text(row(1), row(2))

@@ -52,18 +52,22 @@ class PlainLines:
         every: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         done: int = 0,
+        quiet: bool = False,
     ) -> None:
         self.label, self.total, self.say, self.clock = label, total, say, clock
         self.every = every_seconds() if every is None else every
         self.done = self.first = done
         self.started = self.last = clock()
+        self.quiet, self.spoke = quiet, False  # quiet: no closing line for a step that was short
 
     def advance(self, steps: int = 1, status: str = "") -> None:
         self.done += steps
         now = self.clock()
         if now - self.last < self.every and self.done < self.total:
             return
-        self.last = now
+        if self.quiet and not self.spoke and now - self.started < self.every:
+            return
+        self.last, self.spoke = now, True
         elapsed = now - self.started
         line = f"{self.label}: {self.done}/{self.total}, {_clock(elapsed)} elapsed"
         ran = self.done - self.first
@@ -86,6 +90,7 @@ class Ticker:
         say: Callable[[str], None],
         console: Console | None = None,
         every: float | None = None,
+        quiet: bool = False,
     ) -> None:
         self.bar: Progress | None = None
         self.lines: PlainLines | None = None
@@ -102,7 +107,7 @@ class Ticker:
             )
             self.task = self.bar.add_task(label, total=total, status="")
         else:
-            self.lines = PlainLines(label, total, say, every)
+            self.lines = PlainLines(label, total, say, every, quiet=quiet)
 
     def __enter__(self) -> Ticker:
         if self.bar is not None:
@@ -135,10 +140,12 @@ class Phase:
         console: Console | None = None,
         display: RunDisplay | None = None,
         every: float | None = None,
+        quiet: bool = False,
     ) -> None:
         self.label, self.say, self.console, self.display, self.every = (
             label, say, console, display, every,
         )  # fmt: skip
+        self.quiet = quiet  # off a terminal, a step shorter than `every` prints nothing
         self.ticker: Ticker | None = None
         self.task: Any = None
         self.done = 0
@@ -152,7 +159,9 @@ class Phase:
             if display is not None and display.live and display.console.is_terminal:
                 self.task = display.progress.add_task(self.label, total=total, status="")
             else:
-                self.ticker = Ticker(self.label, total, self.say, self.console, self.every)
+                self.ticker = Ticker(
+                    self.label, total, self.say, self.console, self.every, self.quiet
+                )
                 self.ticker.__enter__()
         # Matches played in lock-step mostly end together: the rounds show it is moving.
         status = f"round {rounds}" if rounds else ""

@@ -147,7 +147,8 @@ class Trainer:
 
         models = RewardModels(config, self.learner, self.reference)
         device = str(self.fabric.device)
-        context = RewardContext(self.game, models, device, models.measure, self._phase)
+        shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
+        context = RewardContext(self.game, models, device, models.measure, shown)
         self.reward.bind(context)
         for line in self.reward.notices():
             self._say(f"[yellow]note:[/yellow] {escape(line)}")
@@ -244,7 +245,8 @@ class Trainer:
         )
         share = slice(fabric.global_rank, None, fabric.world_size)
         voided: list[VoidMatch] = []
-        played = play(self.game, seatings[share], seeds[share], errors=voided)
+        with self._phase("matches", quiet=True) as told:
+            played = play(self.game, seatings[share], seeds[share], errors=voided, progress=told)
         void_row = faults.voided(iteration, voided, len(played), self._sum, self._say)
         finished = time.perf_counter()
         episodes = played
@@ -274,7 +276,9 @@ class Trainer:
         )
         schedule = apply_schedules(config, self.optimizer, self.objective, iteration)
         items = self.objective.prepare(data)
-        stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
+        with self._phase("update", quiet=True) as told:
+            told(0, len(items))  # the bar shows the update's clock: samples trained at the end
+            stats = self.updater.update(items, self.generator, self._minibatches(len(items)))
         if config.train.reference_update:
             self.reference.pull(config.train.reference_update)
         played = recorded(played, episodes, scores, self.reward.notes(), iteration)
@@ -363,9 +367,10 @@ class Trainer:
         with self._phase("held-out tasks") as told:
             return searched_task_metrics(self.game, self.learner, ev, seed, self.reward, told)
 
-    def _phase(self, label: str) -> Phase:
+    def _phase(self, label: str, quiet: bool = False) -> Phase:
         console = self.console if self.main else None
-        return Phase(label, self._say if self.main else lambda _: None, console, self.display)
+        say = self._say if self.main else lambda _: None
+        return Phase(label, say, console, self.display, quiet=quiet)
 
     def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
         row: dict[str, float] = {}
