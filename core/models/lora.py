@@ -36,9 +36,11 @@ architecture; an error lists the model's Linear module names.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import peft
@@ -176,6 +178,32 @@ def load_adapter_state_dict(model: Any, state: dict[str, torch.Tensor]) -> None:
                 "was it saved with a different rank or target_modules?"
             )
         set_peft_model_state_dict(peft_model, part, adapter_name=name)
+
+
+def save_adapter_folder(model: Any, state: dict[str, torch.Tensor], folder: Any) -> None:
+    """Write the ``"default"`` adapter of ``state`` as a PEFT folder, what vLLM loads.
+
+    ``folder`` gets ``adapter_config.json`` (the model's LoRA config) and
+    ``adapter_model.safetensors`` (the tensors under peft's own key names), the files
+    ``model.save_pretrained`` writes, but from ``state`` rather than the live adapter.
+    """
+    from safetensors.torch import save_file
+
+    peft_model = _require_peft(model, "save_adapter_folder")
+    prefix = f"{DEFAULT_ADAPTER}{KEY_SEPARATOR}"
+    tensors = {
+        key.removeprefix(prefix): tensor.detach().cpu().contiguous()
+        for key, tensor in state.items()
+        if key.startswith(prefix)
+    }
+    if not tensors or len(tensors) != len(state):
+        raise ValueError("save_adapter_folder writes one 'default' adapter (not per-role ones).")
+    config = copy.copy(peft_model.peft_config[DEFAULT_ADAPTER])
+    config.inference_mode = True  # as peft writes it: a frozen adapter
+    if isinstance(config.target_modules, set):  # peft keeps a set, which JSON cannot hold
+        config.target_modules = sorted(config.target_modules)
+    config.save_pretrained(str(folder))
+    save_file(tensors, str(Path(folder) / "adapter_model.safetensors"), metadata={"format": "pt"})
 
 
 def resolve_target_modules(model: torch.nn.Module, requested: Sequence[str] | None) -> list[str]:

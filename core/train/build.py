@@ -159,6 +159,35 @@ def check_served(config: RunConfig) -> None:
         for name in names:
             if is_served(name):
                 ServedSpec.parse(name, key)
+    if config.pool.server is not None:
+        check_pool_server(config)
+
+
+def check_pool_server(config: RunConfig) -> None:
+    """``pool.server`` names a server only, and the run trains one LoRA adapter."""
+    from selfplay.core.models.served import ServedSpec
+    from selfplay.core.train.snapshots import NOT_LORA
+
+    server = config.pool.server or ""
+    if not config.lora.enabled:
+        raise ConfigError(NOT_LORA.format(server=server))
+    if config.lora.per_role:
+        raise ConfigError(
+            f"pool.server={server!r} serves one adapter per snapshot; a run with one adapter "
+            "per role (lora.per_role) would need one served name per role, which is not "
+            "built. Drop pool.server or lora.per_role."
+        )
+    if not is_served(server):
+        raise ConfigError(
+            f"pool.server={server!r} is not a server: write openai:http://HOST:PORT/v1."
+        )
+    spec = ServedSpec.parse(server, "pool.server")
+    if spec.model is not None or spec.lora is not None:
+        raise ConfigError(
+            f"pool.server={server!r} names the server only: each snapshot is asked for by its "
+            "adapter name (<run>-snapshot-N) and loaded from the run's pool/ folder; drop "
+            "the #MODEL and lora= parts."
+        )
 
 
 def build_sampler(config: RunConfig, game: Game | None = None) -> OpponentSampler:

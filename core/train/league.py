@@ -3,7 +3,8 @@
 The trainer hands the league every finished match. The league keeps
 
 - the pool (for samplers with ``uses_pool``): a snapshot of the learner every
-  ``pool.snapshot_every`` iterations, written to ``<run folder>/pool/`` and loaded on demand,
+  ``pool.snapshot_every`` iterations, written to ``<run folder>/pool/`` and loaded on demand
+  (or, with ``pool.server``, played as a LoRA adapter on that server: `SnapshotStore`),
   plus the matches between members that a sampler asks for (PSRO's payoff matrix);
 - Elo ratings of every seat holder, updated per match (a snapshot starts at the learner's
   rating), and the cross-play results between holders; both written as CSV tables;
@@ -42,6 +43,7 @@ class League:
         self.config, self.game, self.sampler = view.config, view.game, view.sampler
         self.learner, self.seats, self.store = view.learner, seats, store
         self.folder, self.barrier = view.folder, view.barrier
+        store.serve_on(self.config.pool.server)  # snapshots as adapters on a server, if named
         self.pool = Pool(size=self.config.pool.size, scripted=list(self.config.pool.scripted))
         self.elo = Ratings()
         self.results: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]

@@ -2,24 +2,40 @@
 
     <run folder>/pool/snapshot-12.pt    the learner after iteration 12: its full weights, or
                                          only its LoRA adapters when training adapters
+    <run folder>/pool/snapshot-12/      with ``pool.server``: the same adapter as a PEFT folder
 
 Only a few snapshots are held in memory at once (least recently used goes first), so memory
 stays flat however large the pool grows. Process 0 writes; every process reads the file.
+
+With ``pool.server`` (a LoRA run only) snapshots are played by that server instead: process 0
+writes each snapshot's PEFT folder and loads it there as the adapter ``<run>-snapshot-12``
+through vLLM's dynamic-LoRA protocol (``/v1/load_lora_adapter``), and unloads it when the pool
+evicts it; every process asks the server for the adapter by that name, loading it first if the
+server lacks it (a restarted server, a resumed run). The server reads the folder by its path,
+so it must see the run folder (the same machine or a shared disk).
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import shutil
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy
 
 LOADED = 3  # snapshots held in memory: a payoff-matrix row needs two at a time
+NOT_LORA = (
+    "pool.server={server!r} serves pool snapshots as LoRA adapters on the server's base model, "
+    "so it needs a LoRA run (--lora). Full-weight snapshots would need their weights synced to "
+    "the server, which is not built; train with --lora or drop pool.server."
+)
 
 
 class SnapshotError(RuntimeError):
@@ -29,33 +45,70 @@ class SnapshotError(RuntimeError):
 class SnapshotStore:
     """Saves the learner's weights under a pool name and turns names back into policies."""
 
-    def __init__(self, folder: Path, learner: Any, lora: bool, write: bool = True) -> None:
+    def __init__(
+        self, folder: Path, learner: Any, lora: bool, write: bool = True, server: str | None = None
+    ) -> None:
         self.folder, self.learner, self.lora, self.write = Path(folder), learner, lora, write
         self._loaded: OrderedDict[str, Policy] = OrderedDict()
+        self.server: str | None = None
+        self._served: dict[str, Policy] = {}
+        self.serve_on(server)
+
+    def serve_on(self, server: str | None) -> None:
+        """Play snapshots through ``server`` (``pool.server``, ``openai:URL``) from now on."""
+        if server is not None and not self.lora:
+            raise ConfigError(NOT_LORA.format(server=server))
+        self.server = server
 
     def path(self, name: str) -> Path:
         return self.folder / f"{name.replace(':', '-')}.pt"
 
+    def adapter_folder(self, name: str) -> Path:
+        """The PEFT folder of snapshot ``name`` that the server loads (with ``pool.server``)."""
+        return self.folder / name.replace(":", "-")
+
+    def adapter_name(self, name: str) -> str:
+        """The model name of snapshot ``name`` on the server: ``<run folder name>-snapshot-N``."""
+        return f"{self.folder.resolve().parent.name.replace(':', '-')}-{name.replace(':', '-')}"
+
     def save(self, name: str) -> None:
         """Write the learner's current weights as ``name`` (atomically; process 0 only)."""
         self._loaded.pop(name, None)
+        self._served.pop(name, None)
         if not self.write:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         target, temporary = self.path(name), self.path(name).with_suffix(".tmp")
+        weights = self._weights()
         try:
-            torch.save(self._weights(), temporary)
+            torch.save(weights, temporary)
             os.replace(temporary, target)
+            if self.server is not None:
+                self._write_adapter_folder(name, weights)
         except OSError as err:
             raise SnapshotError(f"Could not write the pool snapshot {target}: {err}") from err
+        if self.server is not None:
+            from selfplay.core.models.served import load_adapter
+
+            served = self._served_policy(name)
+            self._unload(served, name)  # a snapshot of an earlier attempt under the same name
+            load_adapter(served, self.adapter_name(name), str(self.adapter_folder(name).resolve()))
 
     def delete(self, name: str) -> None:
         self._loaded.pop(name, None)
+        served = self._served.pop(name, None)
         if self.write:
             self.path(name).unlink(missing_ok=True)
+            if self.server is not None:
+                self._unload(served or self._served_policy(name), name)
+                shutil.rmtree(self.adapter_folder(name), ignore_errors=True)
 
     def __call__(self, name: str) -> Policy:
         """The frozen policy of snapshot ``name``, loaded from disk if not held in memory."""
+        if self.server is not None:
+            if name not in self._served:
+                self._served[name] = self._served_policy(name)
+            return self._served[name]
         if name in self._loaded:
             self._loaded.move_to_end(name)
             return self._loaded[name]
@@ -72,6 +125,36 @@ class SnapshotStore:
         while len(self._loaded) > LOADED:
             self._loaded.popitem(last=False)
         return policy
+
+    def _write_adapter_folder(self, name: str, weights: dict[str, torch.Tensor]) -> None:
+        from selfplay.core.models.lora import save_adapter_folder
+
+        folder = self.adapter_folder(name)
+        temporary = folder.with_name(f"{folder.name}.tmp")
+        shutil.rmtree(temporary, ignore_errors=True)
+        temporary.mkdir()
+        save_adapter_folder(self.learner.model, weights, temporary)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(temporary, folder)
+
+    def _served_policy(self, name: str) -> Policy:
+        """Snapshot ``name`` as the server's adapter; it loads itself there if missing."""
+        from selfplay.core.models.served import ServedSpec, served_policy
+
+        spec = ServedSpec.parse(self.server or "", "pool.server")
+        adapter, path = self.adapter_name(name), str(self.adapter_folder(name).resolve())
+        spec = replace(spec, spec=f"openai:{spec.base}#{adapter}", model=adapter, lora=path)
+        return served_policy(spec, like=self.learner, name=name)  # type: ignore[arg-type]
+
+    def _unload(self, served: Any, name: str) -> None:
+        from selfplay.core.models.served import ServedError, unload_adapter
+
+        try:
+            unload_adapter(served, self.adapter_name(name))
+        except ServedError as err:
+            message = str(err)
+            if not any(gone in message for gone in ("HTTP 404", "not loaded", "cannot be found")):
+                raise  # anything but "not loaded there", which leaves nothing to drop
 
     def _weights(self) -> dict[str, torch.Tensor]:
         model = self.learner.model
