@@ -81,6 +81,8 @@ class RewardContext:
     when it cannot tell, so a judge can check at start-up that its prompt fits.
     ``phase(label)`` is a context manager whose value, ``told(done, total)``, shows a long
     step's progress (a judge's batches) the way the run shows its own; None outside a run.
+    ``folder(hub_id, option)`` is the local folder of a Hugging Face hub id (``Org/Name``),
+    from the cache or fetched into it; errors name ``option``.
     """
 
     game: Game | None = None
@@ -88,6 +90,7 @@ class RewardContext:
     device: str | None = None
     measure: Callable[[str, Sequence[Message]], tuple[int, int] | None] | None = None
     phase: Callable[[str], AbstractContextManager[Any]] | None = None
+    folder: Callable[[str, str], Any] | None = None
 
 
 class Reward(ABC):

@@ -31,7 +31,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from selfplay.api.reward import Reward, RewardError, RewardOptions, RoleScores, TurnScores
+from selfplay.api.reward import (
+    Reward,
+    RewardContext,
+    RewardError,
+    RewardOptions,
+    RoleScores,
+    TurnScores,
+)
 from selfplay.api.types import Episode, Message
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.rewards import judge_prompts as prompts
@@ -68,7 +75,11 @@ class RewardModel(Reward):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.folder = _checked_folder(self.options.model)
+        model = self.options.model
+        # ``Org/Name`` that is no local folder is a hub id: the run resolves it through the
+        # Hugging Face cache when it binds this reward (RewardContext.folder).
+        self.hub_id = _looks_like_hub_id(model)
+        self.folder = model if self.hub_id else _checked_folder(model)
         self.per_turn = self.options.scope == "turn"
         self._loaded: tuple[Any, Any, Any] | None = None  # (model, tokenizer, device)
         self._limit = self.options.max_length  # and no more than the model's positions
@@ -93,6 +104,17 @@ class RewardModel(Reward):
 
     def counters(self) -> dict[str, float]:
         return {key: float(value) for key, value in self._counts.items()}
+
+    def bind(self, context: RewardContext) -> None:
+        super().bind(context)
+        if self.hub_id:
+            if context.folder is None:
+                raise RewardError(
+                    f"reward-model: {self.options.model!r} is not a local folder, and nothing "
+                    "here resolves hub ids; pass a folder saved with save_pretrained."
+                )
+            where = "reward_options.reward-model.model"
+            self.folder = _checked_folder(str(context.folder(self.options.model, where)))
 
     def score(self, pairs: Sequence[Pair]) -> list[float]:
         """One score per (prompt messages, answer), ``batch_size`` pairs per forward pass."""
@@ -185,13 +207,19 @@ class RewardModel(Reward):
         return encoded
 
 
+def _looks_like_hub_id(model: str) -> bool:
+    parts = model.split("@")[0].split("/")
+    local = model.startswith((".", "/", "~")) or Path(model).expanduser().exists()
+    return len(parts) == 2 and all(parts) and not local
+
+
 def _checked_folder(model: str) -> str:
     folder = Path(model).expanduser()
     if not folder.is_dir():
         raise RewardError(
             f"reward-model: the model folder {model!r} does not exist; set "
-            "reward_options.reward-model.model to a local folder saved with save_pretrained "
-            "(hub ids are not fetched)."
+            "reward_options.reward-model.model to a local folder saved with save_pretrained, "
+            "or a hub id (Org/Name)."
         )
     if not (folder / "config.json").is_file():
         raise RewardError(

@@ -190,3 +190,31 @@ def test_stripping_scores_an_answer_as_if_its_claim_to_the_judge_were_never_writ
     stripped = scorer(folders["pair"], strip_self_assessment=True)
     assert stripped.score(pairs([("what is 2 and 2?", claim)])) == plain
     assert scorer(folders["pair"]).score(pairs([("what is 2 and 2?", claim)])) != plain
+
+
+def test_a_hub_id_is_read_from_the_hugging_face_cache_when_the_run_binds_it(
+    folders, tmp_path, monkeypatch
+):
+    import shutil
+
+    from huggingface_hub import constants
+
+    from selfplay.api.errors import ConfigError
+    from selfplay.core.models.hub import hub_folder
+
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    repo = tmp_path / "hub" / "models--test-org--tiny-rm"
+    shutil.copytree(folders["chat"], repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    reward = RewardModel(model="test-org/tiny-rm")  # no folder of that name: resolved at bind
+    reward.bind(RewardContext(game=TicTacToe(), device="cpu", folder=hub_folder))
+    assert reward.score(pairs()) == scorer(folders["chat"]).score(pairs())
+    missing = RewardModel(model="test-org/not-cached")
+    with pytest.raises(ConfigError, match=r"reward_options.reward-model.model.*not-cached"):
+        missing.bind(RewardContext(game=TicTacToe(), folder=hub_folder))
+    with pytest.raises(RewardError, match="nothing here resolves hub ids"):
+        RewardModel(model="test-org/tiny-rm").bind(RewardContext(game=TicTacToe()))

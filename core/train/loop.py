@@ -34,6 +34,7 @@ from selfplay.core.commands.progress import Phase, RunDisplay
 from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
+from selfplay.core.models.hub import hub_folder
 from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.schedules import apply_schedules
 from selfplay.core.stats import episode_metrics
@@ -148,7 +149,7 @@ class Trainer:
         models = RewardModels(config, self.learner, self.reference)
         device = str(self.fabric.device)
         shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
-        context = RewardContext(self.game, models, device, models.measure, shown)
+        context = RewardContext(self.game, models, device, models.measure, shown, hub_folder)
         self.reward.bind(context)
         for line in self.reward.notices():
             self._say(f"[yellow]note:[/yellow] {escape(line)}")
