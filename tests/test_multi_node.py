@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
@@ -38,7 +37,7 @@ def weights(folder: Path, iteration: int) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu")["model"]
 
 
-@pytest.mark.slow  # about 2 minutes on 2 cores: three processes start torch
+# About 2 minutes on 2 cores (three processes start torch); in the fast suite, so CI runs it.
 def test_two_nodes_under_torchrun_end_with_the_weights_of_one_process(tmp_path):
     one = subprocess.run(
         [sys.executable, str(HELPER), *RUN, "--out", str(tmp_path), "--name", "one"],
