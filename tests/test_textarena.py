@@ -148,3 +148,23 @@ def test_our_tictactoe_agrees_with_textarenas(textarena):
                 a, b = ours.step(a, role, text), theirs.step(b, role, text)
         assert theirs.to_act(b) is None
         assert theirs.outcome(b) == ours.outcome(a), (seed, a.board)
+
+
+def test_a_long_history_keeps_only_its_most_recent_messages_in_the_prompt(textarena):
+    from selfplay.games.textarena.adapter import _recent
+
+    lines = [f"GAME: round {i} " + "x" * 40 for i in range(100)]
+    kept = _recent(lines, 500)
+    assert kept[0] == "(the 92 earlier game messages are left out)" and kept[-1] == lines[-1]
+    assert kept[1:] == lines[-8:] and sum(len(line) + 1 for line in kept[1:]) <= 500  # 56 each
+    assert _recent(lines[:3], 500) == lines[:3]
+    cut = _recent(["y" * 900], 500)
+    assert cut[0] == "(the 0 earlier game messages and the start of this one are left out)"
+    assert cut[1:] == ["y" * 500]
+
+    everything, bounded = make("Poker-v0", history_chars=0), make("Poker-v0")
+    state = random_playout(everything, seed=3).states[-2]  # the last position with a move
+    role = everything.to_act(state) or "player_0"
+    full = everything.observe(state, role)[-1].content
+    short = bounded.observe(state, role)[-1].content
+    assert len(full) > 2000 >= len(short.split("\n", 1)[1]) and full.endswith(short[-500:])

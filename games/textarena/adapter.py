@@ -69,6 +69,12 @@ class TextArenaOptions(GameOptions):
         ge=0,
         description="Show only the most recent game messages, after the rules (0 = all).",
     )
+    history_chars: int = Field(
+        default=2000,
+        ge=0,
+        description="Show only the most recent game messages that fit in this many characters "
+        "(0 = all): a TextArena history grows every turn, and so would every prompt.",
+    )
     env_options: dict[str, Any] = Field(
         default_factory=dict,
         description="Keyword arguments for the TextArena environment, e.g. {max_rounds: 5}.",
@@ -119,6 +125,8 @@ class TextArenaGame(Game):
         ]
         if self.options.last_messages:
             lines = lines[-self.options.last_messages :]
+        if self.options.history_chars:
+            lines = _recent(lines, self.options.history_chars)
         return [
             Message("system", "\n".join([*rules, ANSWER_RULE])),
             Message("user", "\n".join(lines) or "The game begins. Your move?"),
@@ -152,6 +160,24 @@ class TextArenaGame(Game):
             except InvalidAction:
                 continue
         return moves
+
+
+def _recent(lines: list[str], budget: int) -> list[str]:
+    """The most recent ``lines`` that fit in ``budget`` characters (the newest one cut to its
+    end if it alone is longer), after a line saying that earlier ones were left out."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        if used + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if len(kept) == len(lines):
+        return lines
+    if not kept:
+        left = f"{len(lines) - 1} earlier game messages and the start of this one"
+        return [f"(the {left} are left out)", lines[-1][-budget:]]
+    return [f"(the {len(lines) - len(kept)} earlier game messages are left out)", *kept[::-1]]
 
 
 def _player_id(role: Role) -> int:
