@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import json
 import subprocess
 import sys
 
@@ -9,6 +12,7 @@ import pytest
 
 from selfplay.api.game import InvalidMoveRules
 from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
+from selfplay.api.types import Message
 from selfplay.core.models.tiny import load_tiny_policy
 from selfplay.core.rollout import play, seatings_for
 from selfplay.core.train.episode_log import read_episodes, write_episodes
@@ -127,3 +131,22 @@ def test_the_engine_does_not_import_lightning():
         "sys.exit(any(m.split('.')[0] in ('lightning', 'pytorch_lightning') for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_episode_to_dict_is_what_asdict_gives():
+    """Episode.to_dict is built by hand for speed; it must stay dataclasses.asdict's answer."""
+    game = TicTacToe(rules=InvalidMoveRules(allowance=2))
+    episode = play(game, [both(ScriptedPolicy("random"))], [3])[0]
+    point = collections.namedtuple("Point", "x y")
+    episode = dataclasses.replace(
+        episode,
+        state={"board": (1, [2, {"a": (3,)}]), 4: point(1, [5])},
+        record={"message": Message("user", "hi"), "ordered": collections.OrderedDict(a=1)},
+    )
+    expected = dataclasses.asdict(episode)
+    expected["turns"] = [turn.to_dict() for turn in episode.turns]
+    got = episode.to_dict()
+    assert got == expected and list(got) == list(expected)
+    assert got["record"]["message"] == {"role": "user", "content": "hi"}
+    assert got["state"]["board"][1] is not episode.state["board"][1]  # a copy, not a view
+    assert json.loads(episode.to_json()) == json.loads(json.dumps(expected))

@@ -12,6 +12,7 @@ import torch
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
+from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.update import Updater
@@ -50,3 +51,58 @@ def test_forward_passes_per_update(kl_coef, epochs):
     steps = 3 * epochs
     assert stats.steps == steps
     assert calls == {"policy": steps, "reference": steps if kl_coef else 0}
+
+
+def test_an_entropy_out_of_the_loss_is_not_differentiated(monkeypatch):
+    """entropy_coef 0: the entropy is logged, but the backward pass differentiates logp only."""
+    differentiated = []
+    grad = torch.autograd.grad
+
+    def counting(outputs, inputs, grads):
+        differentiated.append(len(outputs))
+        return grad(outputs, inputs, grads)
+
+    monkeypatch.setattr(scoring.torch.autograd, "grad", counting)
+    logits = torch.randn(6, 3, 11, generator=torch.Generator().manual_seed(0))
+    targets = torch.randint(0, 11, (6, 3), generator=torch.Generator().manual_seed(1))
+    grads = {}
+    for coef in (0.0, 0.5):
+        leaf = logits.clone().requires_grad_()
+        logp, entropy = scoring.answer_logprobs(leaf, targets, 1.0, with_entropy=True)
+        assert entropy.abs().sum() > 0  # the metric is there either way
+        loss = -logp.sum() - coef * entropy.sum() if coef else -logp.sum()
+        loss.backward()
+        grads[coef] = leaf.grad
+    assert differentiated == [1, 2]
+    plain = logits.clone().requires_grad_()
+    logprobs = torch.log_softmax(plain, -1)
+    (-logprobs.gather(-1, targets[..., None]).sum()).backward()
+    assert torch.equal(grads[0.0], plain.grad)
+    assert not torch.allclose(grads[0.5], plain.grad)
+
+
+def test_pack_right_pads_rows_and_masks_the_padding():
+    ids, attention, starts = scoring.pack([(5, 6), (7,)], [(8,), (9, 10, 11)], pad_id=0)
+    assert ids.tolist() == [[5, 6, 8, 0], [7, 9, 10, 11]]
+    assert attention.tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
+    assert starts.tolist() == [2, 1] and ids.dtype == attention.dtype == torch.long
+
+
+def test_foreach_adamw_steps_as_the_per_tensor_loop():
+    """The update's optimiser runs AdamW with foreach=True because it is the same arithmetic."""
+    weights = {}
+    for foreach in (False, True):
+        model = build_tiny(seed=0)[0]
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=1e-2, weight_decay=0.1, foreach=foreach
+        )
+        generator = torch.Generator().manual_seed(0)
+        for _ in range(3):
+            for p in model.parameters():
+                p.grad = torch.randn(p.shape, generator=generator)
+            optimizer.step()
+        weights[foreach] = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert torch.equal(weights[False], weights[True])
+    assert not torch.equal(weights[True], torch.cat(
+        [p.detach().flatten() for p in build_tiny(seed=0)[0].parameters()]
+    ))  # fmt: skip

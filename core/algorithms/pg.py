@@ -53,7 +53,9 @@ def policy_gradient_loss(
     unclipped = ratio * adv
     clipped = ratio.clamp(1 - clip, 1 + clip) * adv
     policy = -torch.minimum(unclipped, clipped) * weights[:, None]
-    per_token = policy - entropy_coef * current.entropy
+    per_token = policy
+    if entropy_coef:  # at 0 the entropy is a metric only: no gradient is taken through it
+        per_token = per_token - entropy_coef * current.entropy
     kl = torch.zeros_like(policy)
     if ref_logp is not None and kl_coef > 0:
         log_ratio = ref_logp - current.logp
@@ -62,13 +64,9 @@ def policy_gradient_loss(
     loss = (per_token * mask).sum() / tokens
     with torch.no_grad():
         clipped_tokens = ((ratio - 1).abs() > clip).float()
-        return LossTerms(
-            loss=loss,
-            policy=((policy * mask).sum() / tokens).item(),
-            kl=((kl * mask).sum() / tokens).item(),
-            entropy=((current.entropy * mask).sum() / tokens).item(),
-            clip_fraction=((clipped_tokens * mask).sum() / tokens).item(),
-        )
+        sums = [(term * mask).sum() for term in (policy, kl, current.entropy, clipped_tokens)]
+        means = (torch.stack(sums) / tokens).tolist()  # one read from the device, not four
+        return LossTerms(loss, *means)
 
 
 @dataclass(frozen=True)

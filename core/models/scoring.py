@@ -35,13 +35,12 @@ def pack(
     prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[int]], pad_id: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Right-padded ``prompt + action`` rows, their attention mask, and each prompt's length."""
-    rows = [list(p) + list(a) for p, a in zip(prompts, actions, strict=True)]
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = torch.tensor(row)
-        attention[i, : len(row)] = 1
+    rows = [[*p, *a] for p, a in zip(prompts, actions, strict=True)]
+    lengths = torch.tensor([len(r) for r in rows])
+    width = int(lengths.max())
+    # one tensor from padded lists: a copy per row would cost more than the rows themselves
+    ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+    attention = (torch.arange(width)[None, :] < lengths[:, None]).long()
     return ids, attention, torch.tensor([len(p) for p in prompts])
 
 
@@ -156,20 +155,24 @@ class _ChunkedLogSoftmax(torch.autograd.Function):
     def forward(ctx, logits, targets, temperature, with_entropy, rows):
         ctx.save_for_backward(logits, targets)
         ctx.temperature, ctx.with_entropy, ctx.rows = temperature, with_entropy, rows
+        ctx.set_materialize_grads(False)  # an output the loss does not use gets None
         return _chunked(logits, targets, temperature, with_entropy, rows)
 
     @staticmethod
     def backward(ctx, grad_logp, grad_entropy):
         logits, targets = ctx.saved_tensors
+        # an entropy logged but not in the loss (entropy_coef 0) is not differentiated
+        pairs = [(0, grad_logp), (1, grad_entropy if ctx.with_entropy else None)]
+        pairs = [(k, g) for k, g in pairs if g is not None]
+        if not pairs:
+            return None, None, None, None, None
         grad = torch.empty_like(logits)
         for start in range(0, logits.shape[0], ctx.rows):
             end = start + ctx.rows
             with torch.enable_grad():
                 chunk = logits[start:end].detach().requires_grad_()
-                logp, entropy = _terms(chunk, targets[start:end], ctx.temperature, ctx.with_entropy)
-                outputs, grads = [logp], [grad_logp[start:end]]
-                if ctx.with_entropy:
-                    outputs.append(entropy)
-                    grads.append(grad_entropy[start:end])
+                terms = _terms(chunk, targets[start:end], ctx.temperature, ctx.with_entropy)
+                outputs = [terms[k] for k, _ in pairs]
+                grads = [g[start:end] for _, g in pairs]
                 (grad[start:end],) = torch.autograd.grad(outputs, chunk, grads)
         return grad, None, None, None, None

@@ -200,7 +200,10 @@ def cold_start(
     start = time.perf_counter()
     examples, matches = _gather_examples(policy, game, players, steps * batch_size, seed)
     optimizer = torch.optim.AdamW(
-        [p for p in policy.model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0
+        [p for p in policy.model.parameters() if p.requires_grad],
+        lr=lr,
+        weight_decay=0.0,
+        foreach=True,  # as the update's optimiser (core/train/model_setup.py)
     )
     batches = _shuffled_batches(examples, batch_size, seed)
     policy.model.train()
