@@ -144,3 +144,28 @@ def test_score_equals_a_plain_forward_pass():
     assert scored.mask.tolist() == [[True, True, True], [True, False, False]]
     ids, attention, starts = pack(prompts, actions, pad_id=0)
     assert starts.tolist() == [4, 2] and attention.sum().item() == 10
+
+
+def test_rae_per_state_measures_a_move_against_its_position_leaving_its_own_return_out():
+    def at(prompt: tuple[int, ...], reward: float, role: str = "a") -> Sample:
+        return Sample("g", role, prompt, (3,), (-0.5,), reward, prompt)
+
+    rae = RAE(decay=0.0, per_state=True, state_decay=0.5, state_prior=1.0)
+    rae.bind("g", ["a", "b"])
+    # role baseline 0.25; the lost position (1,) seen twice, the won position (2,) once
+    out = rae([at((1,), -1.0), at((1,), 0.0), at((2,), 1.0), at((2,), 0.0, "b")])
+    assert rae.baselines["g/a"] == 0.0
+    # (1,): the other visit's return plus one visit's worth of the role's baseline, over 2
+    assert out[0] == pytest.approx(-1.0 - (0.0 + 0.0) / 2)
+    assert out[1] == pytest.approx(0.0 - (-1.0 + 0.0) / 2)
+    assert out[2] == pytest.approx(1.0 - 0.0)  # seen once: the role's baseline, as plain RAE
+    assert out[3] == 0.0
+    # the next batch sees the decayed record of (1,): sum -0.5, count 1
+    again = rae([at((1,), 1.0), at((3,), 1.0)])
+    assert rae.baselines["g/a"] == 1.0
+    assert again[0] == pytest.approx(1.0 - (-0.5 + 1.0) / (1 + 1))
+    assert again[1] == pytest.approx(0.0)
+    copy = RAE(decay=0.0, per_state=True, state_decay=0.5)
+    copy.bind("g", ["a", "b"])
+    copy.load_state_dict(rae.state_dict())
+    assert copy([at((1,), 1.0)]) == rae([at((1,), 1.0)])  # the table travels in the checkpoint

@@ -16,6 +16,9 @@ makes every move against a weak opponent look good and every move against a stro
 look bad; a baseline may depend on anything known before the move, and the opponent is.
 Opponents are hashed into OPPONENT_BUCKETS slots per role (rare collisions only share a
 baseline), so every process reduces the same fixed-shape tensor under DDP.
+
+``per_state`` (ours too) measures each move against the mean return seen from its position
+(core/algorithms/state_values.py), falling back to the role's baseline for positions seen once.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pydantic import Field
 
 from selfplay.api.estimator import Estimator, Reduce, Sample, local, rewards_tensor
 from selfplay.api.options import Options
+from selfplay.core.algorithms.state_values import StateValues
 
 # baseline slots per role with ``per_opponent``; opponents are hashed into them
 OPPONENT_BUCKETS = 64
@@ -42,6 +46,21 @@ class RAEOptions(Options):
     drop_zero: bool = Field(default=False, description="Drop samples whose advantage is 0.")
     per_opponent: bool = Field(
         default=False, description="One baseline per opponent too (for mixed opponent pools)."
+    )
+    per_state: bool = Field(
+        default=False,
+        description="Measure each move against the mean return from its position (its prompt).",
+    )
+    state_decay: float = Field(
+        default=0.8, ge=0, le=1, description="Per-batch decay of each position's record."
+    )
+    state_prior: float = Field(
+        default=1.0,
+        gt=0,
+        description="Weight of the role's baseline in a position's (in visits of the position).",
+    )
+    state_buckets: int = Field(
+        default=8192, ge=1, description="Hashed position slots per role (a collision shares one)."
     )
 
 
@@ -58,10 +77,18 @@ class RAE(Estimator):
         self.per_opponent = self.options.per_opponent
         self.baselines: dict[str, float] = {}
         self.keys: list[str] = []  # every baseline key, from `bind`: the same on every process
+        options = self.options
+        self.states = (
+            StateValues(options.state_buckets, options.state_decay, options.state_prior)
+            if options.per_state
+            else None
+        )
 
     def bind(self, game: str, roles: Sequence[str]) -> None:
         slots = [f"@{b}" for b in range(OPPONENT_BUCKETS)] if self.per_opponent else [""]
         self.keys = [f"{game}/{role}{slot}" for role in roles for slot in slots]
+        if self.states is not None:
+            self.states.bind(roles)
 
     def key(self, sample: Sample) -> str:
         if not self.per_opponent:
@@ -87,17 +114,23 @@ class RAE(Estimator):
             self.baselines[key] = (
                 mean if previous is None else (self.decay * previous + (1 - self.decay) * mean)
             )
-        advantages = [
-            s.reward - self.baselines.get(k, math.nan) for s, k in zip(samples, own, strict=True)
-        ]
+        baselines = [self.baselines.get(k, math.nan) for k in own]
+        if self.states is not None:
+            baselines = self.states.baselines(samples, rewards, baselines, reduce)
+        advantages = [s.reward - b for s, b in zip(samples, baselines, strict=True)]
         if self.drop_zero:
             return [a if abs(a) > 1e-8 else None for a in advantages]
         return list(advantages)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"baselines": dict(self.baselines)}
+        state: dict[str, Any] = {"baselines": dict(self.baselines)}
+        if self.states is not None:
+            state["positions"] = self.states.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         # a non-finite baseline (saved by a release that let a NaN reward through) starts
         # afresh from the next batch's mean instead of poisoning every advantage after it
         self.baselines = {k: v for k, v in state["baselines"].items() if math.isfinite(v)}
+        if self.states is not None and "positions" in state:
+            self.states.load_state_dict(state["positions"])
