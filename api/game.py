@@ -35,6 +35,14 @@ class GameOptions(BaseModel):
     max_turns: int = Field(
         default=20, ge=1, description="Accepted moves after which the match ends in a draw."
     )
+    answer_prefix: str = Field(
+        default="",
+        max_length=40,
+        description=(
+            "Text every reply starts with (an assistant prefill, e.g. '['): a pretrained chat "
+            "model then continues a move instead of writing prose."
+        ),
+    )
 
 
 class InvalidMoveRules(BaseModel):
@@ -174,12 +182,24 @@ class Game(ABC):
         return self.current_role(state)
 
     def observe(self, state: GameState, role: Role) -> list[Message]:
+        """What ``role`` is asked: the prompt, a retry's reason, the answer prefix if any.
+
+        With ``answer_prefix`` the last message is the assistant's own start of the reply: a
+        policy continues it, and ``judge`` reads the prefix and the continuation together.
+        """
         messages = self.prompt(state, role)
         if state.error and self.to_act(state) == role:
             last = messages[-1]
             retry = f"Invalid move: {state.error} Try again."
             messages = [*messages[:-1], Message(last.role, f"{retry}\n{last.content}")]
+        if self.options.answer_prefix:
+            messages = [*messages, Message("assistant", self.options.answer_prefix)]
         return messages
+
+    def continuation(self, text: str) -> str:
+        """``text`` as a continuation of the answer prefix (a full answer loses the prefix)."""
+        prefix = self.options.answer_prefix
+        return text[len(prefix) :] if prefix and text.startswith(prefix) else text
 
     def parse(self, text: str) -> str:
         """The last answer span in ``text``; InvalidAction when there is none."""
@@ -194,10 +214,13 @@ class Game(ABC):
         return self.judge(state, role, text)[0]
 
     def judge(self, state: GameState, role: Role, text: str) -> tuple[GameState, str | None]:
-        """`step`, also returning the normalised action (None when the attempt was invalid)."""
+        """`step`, also returning the normalised action (None when the attempt was invalid).
+
+        ``text`` continues the answer prefix when the game has one.
+        """
         if self.to_act(state) != role:
             raise ValueError(f"It is not {role!r}'s turn (to act: {self.to_act(state)!r}).")
-        action, reason = self.action_of(text, state, role)
+        action, reason = self.action_of(self.options.answer_prefix + text, state, role)
         if action is None:
             return self._reject(state, role, reason or "invalid move."), None
         moved = self.apply(state, role, action)

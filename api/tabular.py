@@ -60,8 +60,11 @@ class TabularGame(Protocol):
 
 
 def answer_text(game: Game, action: str) -> str:
-    """The completion that plays ``action``, e.g. ``"[bet]"``: what a scorer should rate."""
+    """The completion that plays ``action``, e.g. ``"[bet]"``: what a scorer should rate.
+
+    With an answer prefix (``"["``) it is what follows the prefix (``"bet]"``).
+    """
     text = f"[{action}]"
     if game.parse(text) != action:
         raise ValueError(f"{game.name} does not read {text!r} as the action {action!r}.")
-    return text
+    return game.continuation(text)

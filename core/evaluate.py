@@ -168,7 +168,10 @@ class _TaskReplies(Policy):
     name = "task-replies"
 
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
-        return [Completion(text=r.game.task_reply(r.state, r.role)) for r in requests]
+        return [
+            Completion(text=r.game.continuation(r.game.task_reply(r.state, r.role)))
+            for r in requests
+        ]
 
 
 def summarise(

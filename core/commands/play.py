@@ -151,7 +151,7 @@ class Human(Policy):
         self.say, self.read = say, read
 
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
-        return [Completion(text=self._ask(request)) for request in requests]
+        return [Completion(text=r.game.continuation(self._ask(r))) for r in requests]
 
     def _ask(self, request: Request) -> str:
         self.say(f"\n--- your turn: you are {request.role} ---", style="bold")
