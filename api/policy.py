@@ -55,8 +55,22 @@ class ScriptedPolicy(Policy):
                     f"Game {req.game.name!r} has no scripted player {self.player!r}; "
                     f"its players are: {known}."
                 ) from None
-            completions.append(Completion(text=play(req.game, req.state, req.role, req.rng)))
+            # a scripted answer is whole; as a reply it continues the game's answer prefix
+            text = req.game.continuation(play(req.game, req.state, req.role, req.rng))
+            completions.append(Completion(text=text))
         return completions
+
+
+class GreedyPolicy(Policy):
+    """Another policy playing its argmax moves, under its own name so nothing trains on them."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = f"{inner.name}:greedy"
+        self.role_context = getattr(inner, "role_context", None)
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        return self.inner.act(requests, greedy=True)
 
 
 class MockPolicy(Policy):

@@ -27,6 +27,8 @@ from typing import Any, ClassVar
 from selfplay.api.options import Options
 
 LEARNER = "learner"
+# the learner playing its argmax moves: an opponent seat it does not train on
+GREEDY_LEARNER = "learner:greedy"
 SNAPSHOT = "snapshot"
 SERVED = "openai"
 

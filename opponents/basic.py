@@ -10,16 +10,36 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER, OpponentSampler, is_served, scripted
+from selfplay.api.sampler import GREEDY_LEARNER, LEARNER, OpponentSampler, is_served, scripted
 from selfplay.plugins.hookspecs import hookimpl
 
 
-class Latest(OpponentSampler):
-    """Mirror self-play: the learner holds every seat and trains on all of them."""
+class LatestOptions(Options):
+    greedy: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description=(
+            "Share of opponent seats the learner holds playing its argmax move (not trained "
+            "on): its sharpest attacker, so a missed block is punished."
+        ),
+    )
 
+
+class Latest(OpponentSampler):
+    """Mirror self-play: the learner holds every seat and trains on all of them.
+
+    With ``greedy`` > 0 that share of opponent seats is the learner playing greedily: the
+    strongest player the learner knows, as in the evaluation, and the one a missed defence
+    loses to. Those seats are not trained on (their moves were not sampled).
+    """
+
+    Options = LatestOptions
     name = "latest"
 
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
+        if self.options.greedy and rng.random() < self.options.greedy:
+            return GREEDY_LEARNER
         return LEARNER
 
 

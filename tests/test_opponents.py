@@ -137,3 +137,36 @@ def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
     pull_reference(magnet, policy, 0.25)
     assert torch.allclose(magnet.weight, torch.full((1, 2), 0.25))
     assert torch.equal(policy.weight, torch.ones(1, 2))  # the policy itself is untouched
+
+
+def test_latest_can_seat_the_learner_playing_greedily_and_only_its_sampled_seat_trains():
+    from selfplay.api.policy import Request
+    from selfplay.api.sampler import GREEDY_LEARNER
+    from selfplay.core.models.tiny import load_tiny_policy
+    from selfplay.core.rollout import play
+    from selfplay.core.train.samples import episode_samples
+    from selfplay.core.train.seating import Seats, seat_matches
+    from selfplay.games.tictactoe import TicTacToe
+    from selfplay.opponents.basic import Latest
+
+    game, learner = TicTacToe(), load_tiny_policy()
+    seats = Seats(learner=learner, game=game)
+    plain = [Latest().sample([], random.Random(0)) for _ in range(50)]
+    assert set(plain) == {LEARNER}
+    mixed = Counter(Latest(greedy=0.25).sample([], random.Random(i)) for i in range(400))
+    assert 0.18 < mixed[GREEDY_LEARNER] / 400 < 0.32
+    seatings, seeds = seat_matches(game, Latest(greedy=1.0), seats, random.Random(0), 4)
+    episodes = play(game, seatings, seeds)
+    for episode in episodes:
+        assert sorted(episode.seats.values()) == ["tiny", "tiny:greedy"]
+    # the greedy seat's moves are the learner's argmax moves for the same prompts
+    greedy_turns = [(ep, t) for ep in episodes for t in ep.turns if t.seat == "tiny:greedy"]
+    assert greedy_turns
+    requests = [
+        Request(game, game.reset(0), t.role, t.prompt, random.Random(0)) for _, t in greedy_turns
+    ]
+    argmax = [c.text for c in learner.act(requests, greedy=True)]
+    assert [t.text for _, t in greedy_turns] == argmax
+    samples = episode_samples(episodes, [ep.outcome for ep in episodes], learner.name)
+    trained = [t for ep in episodes for t in ep.turns if t.seat == "tiny" and t.token_ids]
+    assert samples and len(samples) == len(trained)
