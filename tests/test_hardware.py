@@ -4,6 +4,7 @@ benchmarks/gpu_check.py on a CUDA machine."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import warnings
 
@@ -14,7 +15,12 @@ from selfplay.core.commands.cli import main
 from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.tiny import save_tiny
 from selfplay.core.train import hardware
-from selfplay.core.train.hardware import build_fabric, cpu_has_bf16_units, gradient_clipper
+from selfplay.core.train.hardware import (
+    build_fabric,
+    cpu_has_bf16_units,
+    frozen_heap,
+    gradient_clipper,
+)
 
 
 def test_auto_accelerator_is_cuda_only_when_a_gpu_is_visible():
@@ -100,3 +106,14 @@ def test_bf16_on_a_cpu_without_bf16_units_warns_with_the_fix(monkeypatch, units)
     assert bool(said) is not units
     if said:
         assert "--precision 32-true" in said[0] and "bf16-mixed" in said[0]
+
+
+def test_frozen_heap_leaves_the_collector_as_it_found_it():
+    before = gc.get_freeze_count()
+    alive = [[] for _ in range(10)]  # tracked by the collector, alive on entry: frozen
+    with frozen_heap():
+        assert gc.get_freeze_count() >= before + len(alive)
+    assert gc.get_freeze_count() == before
+    with pytest.raises(RuntimeError), frozen_heap():
+        raise RuntimeError("a failed run unfreezes too")
+    assert gc.get_freeze_count() == before

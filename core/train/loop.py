@@ -52,7 +52,7 @@ from selfplay.core.train.build import (
     resolve,
 )
 from selfplay.core.train.episode_log import recorded
-from selfplay.core.train.hardware import build_fabric
+from selfplay.core.train.hardware import build_fabric, frozen_heap
 from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
 from selfplay.core.train.run_folder import RunFolder, open_run_folder
@@ -201,7 +201,7 @@ class Trainer:
                 "--iterations is the total: pass a larger one."
             )
         self.display = display = RunDisplay(self.config, self.folder, self.console, self.main)
-        with display:
+        with display, frozen_heap():  # the collector skips what setup built (hardware.py)
             before = self._before_eval()
             rows: list[dict[str, Any]] = []
             self.view = self.view.at(start)
