@@ -1,0 +1,104 @@
+"""Where the update's time goes: our side of the peer race (benchmarks/peer_trl.py), timed by part.
+
+Runs ``selfplay``'s loop on the race task (one-digit addition, 32 prompts x 8 completions,
+4 new tokens, the tiny GPT-2 with the character tokenizer) and wraps the functions an
+iteration calls after its matches in wall-clock timers: the update (scoring forward, backward,
+AdamW, gradient clipping, packing the rows) and the work around it that ``update_seconds``
+also counts (writing the episodes, their records, the samples). Prints milliseconds per
+iteration, largest first; timers nest (``update`` holds ``score`` and ``backward``), so the
+rows do not add up. With ``--ops``, one update (the third) also runs under torch.profiler and
+its operators are printed by self time.
+
+    python benchmarks/update_profile.py [--steps 20] [--threads 1] [--ops]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peer_trl  # the race's task and model, from beside this file
+
+from selfplay.core.models import scoring
+from selfplay.core.train import loop, run_folder
+from selfplay.core.train import update as update_module
+
+CLOCKS: Counter[str] = Counter()
+
+
+def timed(owner: Any, name: str, label: str | None = None) -> None:
+    """Replace ``owner.name`` by the same function adding its wall time to ``CLOCKS``."""
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            CLOCKS[label or name] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def profile_one_update(calls: list[int]) -> None:
+    """The third update runs under torch.profiler; its operator table is printed."""
+    update = update_module.Updater.update
+
+    def profiled(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] != 3:
+            return update(self, *args, **kwargs)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            out = update(self, *args, **kwargs)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+        return out
+
+    update_module.Updater.update = profiled
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ops", action="store_true", help="torch.profiler table of one update")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.ops:
+        profile_one_update([0])
+    timed(update_module.Updater, "update")
+    timed(update_module, "score")
+    timed(scoring, "pack")
+    timed(torch.Tensor, "backward")
+    timed(torch.optim.AdamW, "step", "adamw step")
+    timed(torch.nn.utils, "clip_grad_norm_", "clip grad norm")
+    timed(run_folder.RunFolder, "append_episodes", "write episodes")
+    timed(loop, "recorded", "episode records")
+    timed(loop, "episode_samples", "samples")
+    with tempfile.TemporaryDirectory(prefix="update-profile-") as folder:
+        peer_trl.build_model(Path(folder), seed=0)
+        race = argparse.Namespace(
+            model=Path(folder), steps=args.steps, threads=args.threads, precision="32-true", seed=0
+        )
+        result = peer_trl.run_ours(race)
+    per_step = 1000 / args.steps
+    print(
+        f"{args.steps} iterations, {args.threads} thread(s): update_seconds "
+        f"{result['update_seconds'] * per_step:.1f} ms, rollout "
+        f"{result['generation_seconds'] * per_step:.1f} ms per iteration"
+    )
+    for name, seconds in CLOCKS.most_common():
+        print(f"{name:>16}: {seconds * per_step:7.1f} ms per iteration")
+
+
+if __name__ == "__main__":
+    main()
