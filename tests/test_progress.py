@@ -102,6 +102,18 @@ def test_a_run_piped_to_a_log_prints_iteration_lines(monkeypatch):
     assert "iteration: 1/2" in text and "about" in text and "iteration: 2/2" in text
 
 
+def test_iteration_lines_show_each_opponents_win_and_non_loss_rates(monkeypatch):
+    monkeypatch.setenv(EVERY_VARIABLE, "0")
+    evals = {
+        "eval/random/win_rate": 0.71, "eval/random/non_loss_rate": 0.78,
+        "eval/random/win_rate/player_0": 0.9,
+        "eval/minimax/win_rate": 0.0, "eval/minimax/non_loss_rate": 0.44,
+    }  # fmt: skip
+    text = closing_text(row(1, **evals), row(2))
+    # against a perfect player only the non-loss rate can move; it stays shown until the next
+    assert text.count("eval win/non-loss: random 0.71/0.78 minimax 0.00/0.44") == 2
+
+
 def test_the_cold_start_says_its_progress_when_not_on_a_terminal(monkeypatch):
     from selfplay.core.config import RunConfig
     from selfplay.core.models.tiny import load_tiny_policy

@@ -233,17 +233,21 @@ class RunDisplay:
         for key, value in row.items():
             if key.startswith("monitor/") and value:
                 self.fired.setdefault(key, int(row.get("iteration", 0)))
-        evals = {k: v for k, v in row.items() if k.startswith("eval/") and k.endswith("win_rate")}
-        if evals:
+        # each opponent's win and non-loss rates: against a perfect player only the second moves
+        opponents = [
+            k.split("/")[1] for k in row if k.startswith("eval/") and k.endswith("/win_rate")
+        ]
+        if opponents:
             self.last_eval = " ".join(
-                f"{k.split('/')[1]} {v:.2f}" for k, v in evals.items() if "non_loss" not in k
+                f"{o} {row[f'eval/{o}/win_rate']:.2f}/{row.get(f'eval/{o}/non_loss_rate', 0):.2f}"
+                for o in opponents
             )
         status = (
             f"reward {row['mean_reward']:+.3f}  invalid {row['invalid_rate']:.2f}"
             f"  loss {row.get('loss', 0):+.4f}  ent {row.get('entropy', 0):.2f}"
         )
         if self.last_eval:
-            status += f"  eval win: {self.last_eval}"
+            status += f"  eval win/non-loss: {self.last_eval}"
         self.progress.update(self.task, advance=1, status=status)
         if self.lines is not None:
             self.lines.advance(1, escape(status))
