@@ -67,6 +67,13 @@ class TrainConfig(BaseModel):
         "iteration (0 = frozen; > 0 = a slowly moving magnet, as in magnetic mirror descent).",
     )
     entropy_coef: float = Field(default=0.0, ge=0, description="Weight of the entropy bonus.")
+    weight_average: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        description="Decay of a moving average of the weights after every update; evaluations "
+        "and the run's last checkpoint use the average (0 = off; e.g. 0.9).",
+    )
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
     gamma: float = Field(default=1.0, gt=0, le=1, description="Per-turn discount from the end.")
     invalid_reward: float | None = Field(

@@ -219,6 +219,8 @@ class Trainer:
                 rows.append(row)
                 display.update(row)
                 last = iteration == self.config.iterations or self._out_of_time()
+                if last and self.updater.average is not None:
+                    self.updater.average.apply()  # the run hands over the average (averaging.py)
                 if last or iteration % self.config.checkpoint_every == 0:
                     resume.save(self, iteration)
                 for _, callback in self.callbacks:
@@ -350,7 +352,7 @@ class Trainer:
 
     def evaluate(self) -> dict[str, EvalResult]:
         ev, seed = self.config.eval, self.config.seed + 7919
-        with self._phase("evaluation") as told:
+        with self._phase("evaluation") as told, self.updater.averaged():
             return evaluate(self.game, self.learner, opponents=ev.opponents, matches=ev.matches,
                             seed=seed, progress=told)  # fmt: skip
 

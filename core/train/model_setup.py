@@ -17,6 +17,7 @@ import lightning as L
 import torch
 
 from selfplay.api.objective import Objective, TrainSettings
+from selfplay.core.averaging import WeightAverage
 from selfplay.core.config import RunConfig
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.train.cold_start import warm_up
@@ -88,6 +89,7 @@ def prepare_learner(
         no_sync=_no_sync(fabric, model),
         processes=fabric.world_size,
         reduce=_summed(fabric),
+        average=WeightAverage(model, train.weight_average) if train.weight_average else None,
     )
     learner.role_context = updater.role_context
     return Prepared(model, optimizer, reference, updater)

@@ -40,6 +40,7 @@ def save(trainer: Any, iteration: int) -> None:
         "rng": checkpoint.rng_state(t.rng, t.generator),
         "progress": t.progress.__dict__.copy(),
         "nonfinite_streak": t.updater.nonfinite_streak,
+        "weight_average": t.updater.average.state_dict() if t.updater.average else {},
         "config_hash": checkpoint.config_hash(t.config.model_dump(mode="json")),
     }
     if t.config.lora.enabled:
@@ -119,5 +120,7 @@ def restore(trainer: Any, path: Any) -> None:
     checkpoint.restore_rng(rest["rng"], t.rng, t.generator)
     t.progress = type(t.progress)(**rest["progress"])
     t.updater.nonfinite_streak = rest["nonfinite_streak"]
+    if t.updater.average is not None:
+        t.updater.average.load_state_dict(rest.get("weight_average") or {})
     if t.main and t.folder:
         t.folder.truncate(t.progress.iteration, t.progress.episodes_bytes)

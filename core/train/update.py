@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from selfplay.api.objective import Loss, Objective, Scored
+from selfplay.core.averaging import WeightAverage
 from selfplay.core.models.scoring import score
 from selfplay.core.train.reference import Reference
 
@@ -88,6 +89,7 @@ class Updater:
     processes: int = 1
     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # sum over processes
     nonfinite_streak: int = 0
+    average: WeightAverage | None = None  # folded in after every update (train.weight_average)
 
     def update(
         self, items: Sequence[Any], generator: torch.Generator, minibatches: int
@@ -105,7 +107,13 @@ class Updater:
             for part in _length_grouped(items, minibatches, generator):
                 self._step([items[i] for i in part], stats)
         self.model.eval()
+        if self.average is not None:
+            self.average.update()
         return stats
+
+    def averaged(self) -> AbstractContextManager[Any]:
+        """The weight average in place for a ``with`` block (the weights when there is none)."""
+        return self.average.applied() if self.average is not None else nullcontext()
 
     def _step(self, batch: list[Any], stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
