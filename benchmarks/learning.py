@@ -9,6 +9,7 @@ checkpoint (the "before" column) and a uniformly random legal player.
     python benchmarks/learning.py --game kuhn-poker --minutes 10
     python benchmarks/learning.py --set train.lr=1e-3   # any RunConfig key
     python benchmarks/learning.py --recipe tictactoe-mixed --threads 1   # the best so far
+    python benchmarks/learning.py --recipe tictactoe-selfplay --iterations 20   # self-play only
 
 Results go to a run folder (metrics.csv has every eval) and the summary is printed last.
 """
@@ -52,6 +53,23 @@ RECIPES = {
         "pool.scripted=[random,minimax]",
         "pool.snapshot_every=0",
         "opponent_options.p_latest=0.25",
+    ],
+    # pure self-play, the best 20-iteration recipe so far (RESULTS.md, "g5"): mirror play and
+    # the learner's own greedy self, one RAE baseline per opponent; no scripted player in
+    # training
+    "tictactoe-selfplay": [
+        "cold_start.steps=300",
+        "eval.every=5",
+        "eval.matches=100",
+        "game_options.compact=true",
+        "matches=256",
+        "train.minibatch_size=128",
+        "train.update_epochs=2",
+        "train.lr=3e-4",
+        "train.kl_coef=0.02",
+        "estimator_options.decay=0",
+        "estimator_options.per_opponent=true",
+        "opponent_options.greedy=0.5",
     ],
     "kuhn-poker": [
         "cold_start.steps=200",
