@@ -7,9 +7,8 @@ readable by a person and replayable from its seed.
 
 from __future__ import annotations
 
-import copy
 import json
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 Role = str
@@ -122,12 +121,9 @@ class Episode:
         A run writes every match it plays, and ``asdict``'s deep copy of the turns (then
         thrown away for their own ``to_dict``) was most of that cost.
         """
-        return {
-            f.name: [t.to_dict() for t in self.turns]
-            if f.name == "turns"
-            else _plain(getattr(self, f.name))
-            for f in fields(self)
-        }
+        data = asdict(replace(self, turns=()))
+        data["turns"] = [t.to_dict() for t in self.turns]
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
@@ -141,26 +137,3 @@ class Episode:
     @classmethod
     def from_json(cls, line: str) -> Episode:
         return cls.from_dict(json.loads(line))
-
-
-_ATOMIC = (str, int, float, bool, type(None))
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as ``dataclasses.asdict`` converts a field: containers rebuilt, rest copied."""
-    kind = type(value)
-    if kind in _ATOMIC:  # immutable: a deep copy is the value itself
-        return value
-    if kind is dict:
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if kind is list:
-        return [_plain(v) for v in value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
-        return kind(*[_plain(v) for v in value])
-    if isinstance(value, (list, tuple)):
-        return kind(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return kind((_plain(k), _plain(v)) for k, v in value.items())
-    return copy.deepcopy(value)

@@ -42,15 +42,16 @@ class StateValues:
         self.counts = torch.zeros(0, dtype=torch.float64)
 
     def bind(self, roles: Sequence[str]) -> None:
-        self.roles = list(roles)
-        size = len(self.roles) * self.buckets
-        if self.sums.numel() != size:
-            self.sums = torch.zeros(size, dtype=torch.float64)
-            self.counts = torch.zeros(size, dtype=torch.float64)
+        """One block of slots per role; a role new to the table gets an empty block."""
+        for role in roles:
+            if role not in self.roles:
+                self.roles.append(role)
+                empty = torch.zeros(self.buckets, dtype=torch.float64)
+                self.sums = torch.cat([self.sums, empty])
+                self.counts = torch.cat([self.counts, empty])
 
     def slot(self, sample: Sample) -> int:
-        if sample.role not in self.roles:  # unbound (a direct call): learn the roles as they come
-            self.bind([*self.roles, sample.role])
+        self.bind([sample.role])  # a direct call, unbound: learn the roles as they come
         role = self.roles.index(sample.role)
         return role * self.buckets + zlib.crc32(position(sample)) % self.buckets
 
@@ -64,19 +65,17 @@ class StateValues:
         """Adds this batch to the table, then each sample's leave-one-out baseline."""
         slots = torch.tensor([self.slot(s) for s in samples], dtype=torch.long)
         finite = torch.isfinite(rewards)
+        own = torch.where(finite, rewards, 0.0)
         batch = torch.zeros(2, self.sums.numel(), dtype=torch.float64)
-        batch[0].index_add_(0, slots[finite], rewards[finite])
-        batch[1].index_add_(0, slots[finite], torch.ones(int(finite.sum()), dtype=torch.float64))
+        batch[0].index_add_(0, slots, own)
+        batch[1].index_add_(0, slots, finite.double())
         batch = reduce(batch)
         self.sums = self.decay * self.sums + batch[0]
         self.counts = self.decay * self.counts + batch[1]
-        out = []
-        for i, slot in enumerate(slots.tolist()):
-            own, own_count = (rewards[i].item(), 1.0) if finite[i] else (0.0, 0.0)
-            others = self.sums[slot].item() - own
-            count = self.counts[slot].item() - own_count
-            out.append((others + self.prior * fallback[i]) / (count + self.prior))
-        return out
+        others = self.sums[slots] - own
+        count = self.counts[slots] - finite.double()
+        prior = self.prior * torch.tensor(fallback, dtype=torch.float64)
+        return ((others + prior) / (count + self.prior)).tolist()
 
     def state_dict(self) -> dict[str, Any]:
         return {"roles": self.roles, "sums": self.sums.tolist(), "counts": self.counts.tolist()}
