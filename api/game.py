@@ -117,6 +117,10 @@ class Game(ABC):
     # Options a reward gets in this game unless the user sets them, by reward name, e.g.
     # {"judge": {"mode": "pairwise"}} for a game that only a comparison of its roles decides.
     reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Run settings this game trains with unless the user sets them, as dotted config keys,
+    # e.g. {"branches.positions": 16}: a recipe measured on this game, which would not suit
+    # every game as a run-wide default. `selfplay run` names them when it starts.
+    run_defaults: ClassVar[dict[str, Any]] = {}
     # True when the rules consult a verifier: the run then hands the game ``verifiers``, a
     # ``(name, options) -> Verifier`` factory shared by everything in the run.
     uses_verifier: ClassVar[bool] = False

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import InvalidMoveRules
+from selfplay.core.branching import BranchConfig
 from selfplay.core.trackers import LOGGERS
 
 
@@ -246,6 +247,7 @@ class RunConfig(BaseModel):
         default=None, gt=0, description="Stop (checkpointed) after this much wall-clock time."
     )
     matches: int = Field(default=128, ge=1, description="Matches played per iteration.")
+    branches: BranchConfig = Field(default_factory=BranchConfig)
     seed: int = Field(default=0, description="Seed for every random choice of the run.")
     threads: int = Field(default=0, ge=0, description="Torch CPU threads (0 = torch's default).")
     out: Path = Field(default=Path("runs"), description="Folder under which run folders are made.")

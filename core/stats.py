@@ -49,7 +49,13 @@ def _result(episode: Episode) -> str:
 def episode_metrics(
     episodes: Sequence[Episode], scores: Sequence[dict], reduce: Callable[[Any], Any]
 ) -> dict[str, float]:
-    """The learner's match statistics for metrics.csv, summed over processes by ``reduce``."""
+    """The learner's match statistics for metrics.csv, summed over processes by ``reduce``.
+
+    Branch matches (core/branching.py) are counted apart: the rest describe full matches.
+    """
+    branches = sum("branch" in ep.extra for ep in episodes)
+    scores = [s for ep, s in zip(episodes, scores, strict=True) if "branch" not in ep.extra]
+    episodes = [ep for ep in episodes if "branch" not in ep.extra]
     turns = [t for ep in episodes for t in ep.turns if t.seat == LEARNER]
     learner_scores = [
         v
@@ -65,11 +71,12 @@ def episode_metrics(
             sum(learner_scores),
             len(learner_scores),
             sum(len(t.token_ids) for t in turns),
+            branches,
         ],
         dtype=torch.float64,
     )
     total = reduce(local)
-    n, invalid, attempts, score_sum, score_n, tokens = total.tolist()
+    n, invalid, attempts, score_sum, score_n, tokens, branches = total.tolist()
     row = {
         "matches": int(n),
         "mean_reward": score_sum / max(score_n, 1),
@@ -77,5 +84,7 @@ def episode_metrics(
         "learner_turns": int(attempts),
         "generated_tokens": int(tokens),
     }
+    if branches:
+        row["branch_matches"] = int(branches)
     row.update({f"share/{k}": v for k, v in role_outcomes(episodes).items()})
     return row

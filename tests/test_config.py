@@ -74,3 +74,43 @@ def test_game_options_are_checked_against_the_game():
 def test_fixed_opponent_needs_a_player():
     with pytest.raises(ConfigError, match="fixed:random"):
         build_sampler(RunConfig(opponent="fixed"))
+
+
+RECIPE = {
+    "branches.positions": 16,
+    "estimator_options.per_state": True,
+    "train.lr": 3e-4,
+}
+
+
+def test_a_games_run_defaults_fill_in_only_what_the_user_left_unset(monkeypatch):
+    from selfplay.core.train.build import game_settings, resolve
+    from selfplay.games.tictactoe import TicTacToe
+
+    monkeypatch.setattr(TicTacToe, "run_defaults", RECIPE)
+    plain = resolve(build_config(None, {}, []))
+    assert plain.branches.positions == 16 and plain.train.lr == 3e-4
+    assert plain.estimator_options == {"per_state": True}
+    assert plain.train.kl_coef == RunConfig().train.kl_coef  # the rest stays the run's default
+    assert resolve(plain) == plain  # idempotent
+    assert resolve(RunConfig.model_validate(plain.model_dump())) == plain  # a resumed config.yaml
+    mine = resolve(
+        build_config(None, {}, ["branches.positions=0", "estimator_options.decay=0", "seed=3"])
+    )
+    assert mine.branches.positions == 0 and mine.seed == 3
+    assert mine.estimator_options == {"per_state": True, "decay": 0}
+    other = resolve(build_config(None, {"estimator": "grpo"}, []))
+    assert other.estimator_options == {} and other.branches.positions == 16  # rae's options only
+    assert game_settings(other) == {"branches.positions": 16, "train.lr": 3e-4}
+    assert game_settings(mine)["branches.positions"] == 0  # what the run trains with
+    kuhn = resolve(build_config(None, {"game": "kuhn-poker"}, []))
+    assert kuhn.branches.positions == 0 and game_settings(kuhn) == {}
+
+
+def test_a_games_broken_run_defaults_name_the_game(monkeypatch):
+    from selfplay.core.train.build import resolve
+    from selfplay.games.tictactoe import TicTacToe
+
+    monkeypatch.setattr(TicTacToe, "run_defaults", {"branches.positons": 4})
+    with pytest.raises(ConfigError, match=r"game 'tictactoe' \(its run_defaults\).*positons"):
+        resolve(build_config(None, {}, []))

@@ -7,6 +7,7 @@ at most every ``SELFPLAY_PROGRESS_EVERY`` seconds (30 by default), and one at th
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -212,6 +213,12 @@ class RunDisplay:
             f"iterations={c.iterations} "
             f"-> {self.folder.path}"
         )
+        from selfplay.core.config import RunConfig
+        from selfplay.core.train.build import game_settings
+
+        if isinstance(c, RunConfig) and (settings := game_settings(c)):
+            shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())
+            self.console.print(escape(f"{c.game}'s own settings (set any to change it): {shown}"))
         self.progress.start()
         done = self.config.resume and _done(self.folder)
         self.task = self.progress.add_task(

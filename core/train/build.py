@@ -19,6 +19,7 @@ from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
+from selfplay.core.config import explain as config_explain
 from selfplay.core.models.loading import build_learner
 from selfplay.plugins.manager import registries
 from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
@@ -92,9 +93,11 @@ def build_game(config: RunConfig, verifiers: Verifiers | None = None) -> Game:
 
 
 def resolve(config: RunConfig) -> RunConfig:
-    """The config a run trains with: the game's default reward, and the game options the
-    objective needs (STaR's hinted retries), filled in. Idempotent, so a resume agrees."""
+    """The config a run trains with: the game's own settings (``run_defaults``) and default
+    reward, and the game options the objective needs (STaR's hinted retries), filled in where
+    the user set nothing. Idempotent, so a resume agrees."""
     game_cls = registries().games.get(config.game)
+    config = with_game_defaults(config, getattr(game_cls, "run_defaults", {}))
     update: dict[str, Any] = {}
     if config.reward is None:
         update["reward"] = getattr(game_cls, "default_reward", "outcome")
@@ -117,6 +120,70 @@ def resolve(config: RunConfig) -> RunConfig:
             options[key] = value
         update["game_options"] = options
     return config.model_copy(update=update) if update else config
+
+
+def with_game_defaults(config: RunConfig, defaults: dict[str, Any]) -> RunConfig:
+    """``config`` with a game's ``run_defaults`` (dotted keys) wherever the user set nothing.
+
+    What the user set is what pydantic saw given, at every level (``--set``, flags, a file,
+    or a resumed run's config.yaml, which gives every key). Options of a plug-in
+    (``estimator_options.per_state``) are left out when the user chose another plug-in
+    (``--estimator grpo``): they belong to the one the game's recipe uses.
+    """
+    given = config.model_dump(exclude_unset=True)
+    data: dict[str, Any] = {}
+    for key, value in game_defaults(defaults, given).items():
+        *sections, last = key.split(".")
+        node = data
+        for part in sections:
+            node = node.setdefault(part, {})
+        node[last] = value
+    if not data:
+        return config
+    try:
+        return RunConfig.model_validate(_under(data, given))
+    except ValidationError as err:
+        raise ConfigError(
+            f"The run settings of game {config.game!r} (its run_defaults) do not fit: "
+            f"{config_explain(err)} This is the game's own bug: report it to its author, or "
+            "set the key yourself."
+        ) from None
+
+
+def game_defaults(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The game's run defaults that apply next to the settings ``given``."""
+    kept = {}
+    for key, value in defaults.items():
+        plugin = key.split(".")[0].removesuffix("_options")
+        if key.startswith(f"{plugin}_options.") and plugin in given:
+            chosen = defaults.get(plugin, RunConfig.model_fields[plugin].default)
+            if given[plugin] != chosen:
+                continue
+        kept[key] = value
+    return kept
+
+
+def game_settings(config: RunConfig) -> dict[str, Any]:
+    """The keys of the game's ``run_defaults`` that this run trains with, and their values."""
+    defaults = getattr(registries().games.get(config.game), "run_defaults", {})
+    given = config.model_dump()
+    settings = {}
+    for key in game_defaults(defaults, given):
+        node: Any = given
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        settings[key] = node
+    return settings
+
+
+def _under(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` over ``defaults``, section by section."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        below = merged.get(key)
+        both = isinstance(below, dict) and isinstance(value, dict)
+        merged[key] = _under(below, value) if both else value
+    return merged
 
 
 def check_players(config: RunConfig, game: Game) -> None:

@@ -29,6 +29,7 @@ from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core import faults
+from selfplay.core.branching import play_branches
 from selfplay.core.commands.plots import plots_at_the_end
 from selfplay.core.commands.progress import Phase, RunDisplay
 from selfplay.core.config import ConfigError, RunConfig
@@ -250,9 +251,12 @@ class Trainer:
         voided: list[VoidMatch] = []
         with self._phase("matches", quiet=True) as told:
             played = play(self.game, seatings[share], seeds[share], errors=voided, progress=told)
+            where = f"{config.seed}-{iteration}-{fabric.global_rank}"  # names the branches' draw
+            branched = play_branches(self.game, played, self.seats.policy, config.branches, LEARNER,
+                                     where, voided)  # fmt: skip
         void_row = faults.voided(iteration, voided, len(played), self._sum, self._say)
         finished = time.perf_counter()
-        episodes = played
+        episodes = [*played, *branched]
         for _, callback in self.callbacks:
             episodes = list(callback.on_episodes(self.view, episodes))
         scores = self.reward(episodes, reduce=self._sum)
@@ -319,8 +323,7 @@ class Trainer:
         return bool(self.fabric.broadcast(late, src=0).item())
 
     def _trains(self, role: str, iteration: int) -> bool:
-        every = self.config.train.stagger.get(role, 1)
-        return iteration % every == 0
+        return iteration % self.config.train.stagger.get(role, 1) == 0
 
     def _sum(self, tensor: torch.Tensor) -> torch.Tensor:
         if self.fabric.world_size == 1:

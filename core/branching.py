@@ -1,0 +1,103 @@
+"""Branches: a match played on several times from one of its positions, for a sharper signal.
+
+A finished match says only who won; every move in it shares that one return. Credit for a
+single move needs the same position played on with different moves: the idea of the "vine"
+rollouts of TRPO (Schulman et al., 2015, section 5.2) and of VinePPO (Kazemnejad et al., 2024),
+which estimate the value of a position from several continuations of it. Here, after an
+iteration's matches are played, ``branches.positions`` of the learner's turns are picked at
+random; from the position before each, ``branches.matches`` matches are played to the end with
+the same seat holders. The first moves of those matches share one prompt, so a per-position
+baseline (RAE's ``per_state``, GRPO's groups) compares them with one another: in tic-tac-toe a
+block against a missed block, rather than a won match against a lost one.
+
+A position is rebuilt by replaying the match from its seed: ``reset(seed)`` and then every
+earlier turn's text through ``judge``. Games draw chance only in ``initial`` (api/game.py), so
+the replay is exact; `selfplay check-game` tests that contract. Branch matches train the
+learner, and are marked in ``Episode.extra["branch"]`` (the match and turn they came from);
+the training metrics and episodes.jsonl keep to the iteration's full matches.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selfplay.api.game import Game, GameState
+from selfplay.api.policy import Policy
+from selfplay.api.types import Episode
+from selfplay.core.rollout import VoidMatch, play
+
+__all__ = ["BranchConfig", "is_branch", "play_branches", "replay"]
+
+
+class BranchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    positions: int = Field(
+        default=0,
+        ge=0,
+        description="Learner positions per iteration from which the match is played on again "
+        "(0: off). Pair with a per-position baseline: estimator_options.per_state=true (rae).",
+    )
+    matches: int = Field(
+        default=8,
+        ge=2,
+        description="Matches played to the end from each such position (at least 2, so the "
+        "moves made there can be compared).",
+    )
+
+
+def is_branch(episode: Episode) -> bool:
+    return "branch" in episode.extra
+
+
+def replay(game: Game, episode: Episode, turn: int) -> GameState:
+    """The state of ``episode`` before its turn ``turn``: its seed, then the earlier texts."""
+    state = game.reset(episode.seed)
+    for earlier in episode.turns[:turn]:
+        state, _ = game.judge(state, earlier.role, earlier.text)
+    return state
+
+
+def play_branches(
+    game: Game,
+    played: Sequence[Episode],
+    policy: Callable[[str], Policy],
+    config: BranchConfig,
+    learner: str,
+    seed: str,
+    errors: list[VoidMatch] | None = None,
+) -> list[Episode]:
+    """``config.matches`` matches from each of ``config.positions`` of the learner's turns.
+
+    ``policy`` resolves a seat holder's name; ``seed`` names the draw (the run's seed, the
+    iteration and the process), so a run replays its branches exactly.
+    """
+    mine = [
+        (episode, i)
+        for episode in played
+        if not is_branch(episode)
+        for i, turn in enumerate(episode.turns)
+        if turn.seat == learner
+    ]
+    if not config.positions or not mine:
+        return []
+    rng = random.Random(f"selfplay-branches-{seed}")
+    starts, seatings, seeds, origins = [], [], [], []
+    for episode, turn in (rng.choice(mine) for _ in range(config.positions)):
+        state = replay(game, episode, turn)
+        seating = {role: policy(holder) for role, holder in episode.seats.items()}
+        for _ in range(config.matches):
+            starts.append(state)
+            seatings.append(seating)
+            seeds.append(rng.getrandbits(62))  # the players' sampling noise differs per match
+            origins.append({"seed": episode.seed, "turn": turn})
+    branches = play(game, seatings, seeds, starts=starts, errors=errors)
+    origin_of = dict(zip(seeds, origins, strict=True))
+    return [_marked(branch, origin_of[branch.seed]) for branch in branches]
+
+
+def _marked(episode: Episode, origin: dict[str, int]) -> Episode:
+    episode.extra["branch"] = origin  # a fresh dict: play() made this episode
+    return episode
