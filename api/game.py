@@ -127,6 +127,9 @@ class Game(ABC):
     # The reward a run uses when it names none (``--reward``): the rules' payoffs for most
     # games; a game whose every answer has its own verdict may name a per-turn reward.
     default_reward: ClassVar[str] = "outcome"
+    # True when the state hides nothing from any player (no private cards): a search over the
+    # rules (the ``lookahead`` opponent) may then read the whole state.
+    perfect_information: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -73,6 +73,69 @@ class GreedyPolicy(Policy):
         return self.inner.act(requests, greedy=True)
 
 
+class LookaheadPolicy(Policy):
+    """Another policy's argmax moves, checked one move ahead against the rules.
+
+    It takes a move that wins at once when there is one, and otherwise avoids a move after
+    which the next player can win at once; among the moves left it keeps the inner policy's
+    choice, or picks one at random when that choice was ruled out. This is the cheapest
+    search over the rules (AlphaZero's is deep): an opponent that punishes a missed block and
+    never misses its own win. It reads the whole state, so it plays only games of perfect
+    information, and it is named apart (``learner:lookahead``) so nothing trains on it.
+    """
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.name = f"{inner.name}:lookahead"
+        self.role_context = getattr(inner, "role_context", None)
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        proposals = self.inner.act(requests, greedy=True)
+        return [
+            Completion(text=_looked_ahead(req, proposal.text))
+            for req, proposal in zip(requests, proposals, strict=True)
+        ]
+
+
+def _looked_ahead(req: Request, text: str) -> str:
+    game, state, role = req.game, req.state, req.role
+    if not game.perfect_information:
+        raise ValueError(
+            f"The lookahead opponent reads the whole state, and {game.name!r} hides "
+            "information (its perfect_information is False); use another opponent."
+        )
+    chosen, _ = game.action_of(text, state, role)
+    moves = {game.action_of(move, state, role)[0]: move for move in game.legal_actions(state, role)}
+    wins, safe = [], []
+    for action, move in moves.items():
+        after, _ = game.judge(state, role, game.continuation(move))
+        if _won(game, after, role):
+            wins.append(action)
+        elif not _can_win_next(game, after, role):
+            safe.append(action)
+    good = wins or safe
+    if not good or chosen in good:
+        return text
+    return game.continuation(moves[req.rng.choice(good)])
+
+
+def _won(game: Game, state: GameState, role: Role) -> bool:
+    payoffs = game.outcome(state)
+    return payoffs is not None and payoffs[role] > max(v for r, v in payoffs.items() if r != role)
+
+
+def _can_win_next(game: Game, state: GameState, role: Role) -> bool:
+    """Whether the player to act in ``state``, not ``role``, has a move that wins at once."""
+    other = game.to_act(state)
+    if other is None or other == role:
+        return False
+    for move in game.legal_actions(state, other):
+        after, _ = game.judge(state, other, game.continuation(move))
+        if _won(game, after, other):
+            return True
+    return False
+
+
 class MockPolicy(Policy):
     """Answers from a function of the request, or cycles through fixed texts; for tests."""
 

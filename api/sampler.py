@@ -29,6 +29,8 @@ from selfplay.api.options import Options
 LEARNER = "learner"
 # the learner playing its argmax moves: an opponent seat it does not train on
 GREEDY_LEARNER = "learner:greedy"
+# the learner's argmax moves checked one move ahead against the rules (api/policy.py)
+LOOKAHEAD_LEARNER = "learner:lookahead"
 SNAPSHOT = "snapshot"
 SERVED = "openai"
 

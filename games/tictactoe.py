@@ -87,6 +87,7 @@ class TicTacToe(Game):
     Options = TicTacToeOptions
     State = TicTacToeState
     answer_hint = "[4] (a cell number in square brackets)"
+    perfect_information = True
     players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:

@@ -10,7 +10,14 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.options import Options
-from selfplay.api.sampler import GREEDY_LEARNER, LEARNER, OpponentSampler, is_served, scripted
+from selfplay.api.sampler import (
+    GREEDY_LEARNER,
+    LEARNER,
+    LOOKAHEAD_LEARNER,
+    OpponentSampler,
+    is_served,
+    scripted,
+)
 from selfplay.plugins.hookspecs import hookimpl
 
 
@@ -24,6 +31,16 @@ class LatestOptions(Options):
             "on): its sharpest attacker, so a missed block is punished."
         ),
     )
+    lookahead: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description=(
+            "Share of opponent seats the learner holds playing its argmax move checked one "
+            "move ahead against the rules (not trained on): it takes a win at once and "
+            "avoids handing one over. Games of perfect information only (tictactoe)."
+        ),
+    )
 
 
 class Latest(OpponentSampler):
@@ -31,16 +48,39 @@ class Latest(OpponentSampler):
 
     With ``greedy`` > 0 that share of opponent seats is the learner playing greedily: the
     strongest player the learner knows, as in the evaluation, and the one a missed defence
-    loses to. Those seats are not trained on (their moves were not sampled).
+    loses to. With ``lookahead`` > 0 that share is the greedy learner checked one move ahead
+    against the rules (`LookaheadPolicy`): it never misses a win at once and never hands one
+    over. Those seats are not trained on (their moves were not sampled).
     """
 
     Options = LatestOptions
     name = "latest"
 
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)
+        if self.options.greedy + self.options.lookahead > 1:
+            raise ConfigError(
+                f"opponent_options.greedy={self.options.greedy} and lookahead="
+                f"{self.options.lookahead} are shares of the opponent seats and add up to more "
+                "than 1; lower one of them."
+            )
+
+    def check(self, game: object) -> None:
+        if self.options.lookahead and not getattr(game, "perfect_information", False):
+            raise ConfigError(
+                f"opponent_options.lookahead reads the whole game state, and {game.name} hides "
+                "information from its players; it plays only games of perfect information "
+                "(e.g. tictactoe). Use opponent_options.greedy instead."
+            )
+
     def sample(self, members: Sequence[str], rng: random.Random) -> str:
-        if self.options.greedy and rng.random() < self.options.greedy:
+        greedy, lookahead = self.options.greedy, self.options.lookahead
+        if not (greedy or lookahead):
+            return LEARNER  # no draw: runs without either replay as before
+        draw = rng.random()
+        if draw < greedy:
             return GREEDY_LEARNER
-        return LEARNER
+        return LOOKAHEAD_LEARNER if draw < greedy + lookahead else LEARNER
 
 
 class FixedOptions(Options):

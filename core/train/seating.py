@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
-from selfplay.api.policy import GreedyPolicy, Policy, ScriptedPolicy
+from selfplay.api.policy import GreedyPolicy, LookaheadPolicy, Policy, ScriptedPolicy
 from selfplay.api.sampler import (
     GREEDY_LEARNER,
     LEARNER,
+    LOOKAHEAD_LEARNER,
     OpponentSampler,
     is_served,
     is_snapshot,
@@ -36,6 +37,7 @@ class Seats:
     def __post_init__(self) -> None:
         self._cache: dict[str, Policy] = {LEARNER: self.learner}
         self._cache[GREEDY_LEARNER] = GreedyPolicy(self.learner)
+        self._cache[LOOKAHEAD_LEARNER] = LookaheadPolicy(self.learner)
 
     def policy(self, holder: str) -> Policy:
         if is_snapshot(holder) and self.snapshots is not None:
