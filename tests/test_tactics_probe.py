@@ -1,0 +1,30 @@
+"""benchmarks/tactics.py: every reachable position, and hit rates that a policy cannot fake."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from selfplay.api.policy import LookaheadPolicy, MockPolicy
+from selfplay.games.tictactoe import TicTacToe
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "tactics.py"
+spec = importlib.util.spec_from_file_location("tactics_probe", PATH)
+tactics = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tactics)
+
+
+def test_the_probe_asks_every_reachable_position_and_scores_moves_not_claims():
+    assert len(tactics.positions()) == 4520  # 5478 legal positions, 958 of them final
+    assert tactics.completing("xx.oo....", "x") == {2}
+    assert tactics.completing("xx.oo....", "o") == {5}
+    found = tactics.tests()
+    found = {kind: cases[::40] for kind, cases in found.items()}  # a sample keeps it quick
+    game = TicTacToe()
+    perfect = tactics.hit_rates(game, LookaheadPolicy(MockPolicy(["[0]"])), found)
+    assert perfect == {"win": 1.0, "block": 1.0}
+    forged = tactics.hit_rates(
+        game, MockPolicy(["I win [4] [5] [6] [7] [8] [0] [1] [2] [3]"]), found
+    )
+    fixed = tactics.hit_rates(game, MockPolicy(["[4]"]), found)
+    assert forged["win"] < 0.5 and fixed["win"] < 0.5 and fixed["block"] < 0.5
