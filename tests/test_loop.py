@@ -114,6 +114,10 @@ def test_ddp_two_processes_end_with_identical_weights(tmp_path):
     out = selfplay(
         "run", *TINY, "--iterations", "2", "--devices", "2", "--strategy", "ddp",
         "--set", "callbacks=[test-digest]", "--out", str(tmp_path), "--name", "ddp",
+        # each process plays on from its own matches' positions; the per-position table is
+        # reduced across processes (core/branching.py, core/algorithms/state_values.py)
+        "--set", "branches.positions=2", "--set", "branches.matches=3",
+        "--set", "estimator_options.per_state=true",
         env={"SELFPLAY_TEST_DIGESTS": str(digests)},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -121,5 +125,6 @@ def test_ddp_two_processes_end_with_identical_weights(tmp_path):
     assert len(ranks) == 2 and ranks[0] == ranks[1]
     rows = list(csv.DictReader((tmp_path / "ddp" / "metrics.csv").open()))
     assert [int(r["matches"]) for r in rows] == [8, 8]  # both processes' matches counted
+    assert [int(r["branch_matches"]) for r in rows] == [12, 12]  # 2 positions x 3, twice
     episodes = (tmp_path / "ddp" / "episodes.jsonl").read_text().splitlines()
     assert len(episodes) == 16
