@@ -240,36 +240,29 @@ def _seat_of(policy: Policy, seating: Mapping[Role, Policy]) -> Role:
 def summary_table(
     before: Mapping[str, EvalResult], after: Mapping[str, EvalResult], title: str = "Evaluation"
 ) -> Table:
-    """The run's closing table: per opponent, each metric before → after."""
+    """The run's closing table: per opponent, a row before training and a row after."""
     table = Table(title=title)
-    for column in ("opponent", "win rate [95% CI]", "non-loss", "mean payoff", "invalid"):
-        table.add_column(column, justify="left" if column == "opponent" else "right")
+    columns = ("opponent", "", "win rate [95% CI]", "non-loss [95% CI]", "payoff", "invalid")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("opponent", "") else "right")
     names = list(before) + [name for name in after if name not in before]
     for name in names:
-        old, new = before.get(name), after.get(name)
-        table.add_row(name, *(_change(old, new, show) for show in _CELLS))
+        for when, result in (("before", before.get(name)), ("after", after.get(name))):
+            cells = [show(result) for show in _CELLS] if result else ["–"] * len(_CELLS)
+            table.add_row(name if when == "before" else "", when, *cells)
     return table
 
 
-def _interval_cell(r: EvalResult) -> str:
-    low, high = r.win_interval
-    return f"{r.win_rate:.2f} [{low:.2f}, {high:.2f}]"
+def _with_interval(rate: float, interval: tuple[float, float]) -> str:
+    return f"{rate:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
 _CELLS: tuple[Callable[[EvalResult], str], ...] = (
-    _interval_cell,
-    lambda r: f"{r.non_loss_rate:.2f}",
+    lambda r: _with_interval(r.win_rate, r.win_interval),
+    lambda r: _with_interval(r.non_loss_rate, r.non_loss_interval),
     lambda r: f"{r.mean_payoff:+.3f}",
     lambda r: f"{r.invalid_rate:.2f}",
 )
-
-
-def _change(
-    old: EvalResult | None, new: EvalResult | None, show: Callable[[EvalResult], str]
-) -> str:
-    left = show(old) if old is not None else "–"
-    right = show(new) if new is not None else "–"
-    return f"{left} → {right}"
 
 
 def tasks_table(before: Mapping[str, float], after: Mapping[str, float]) -> Table:

@@ -108,5 +108,14 @@ def test_summary_table_shows_before_and_after():
     console.print(summary_table(before, after))
     text = console.export_text()
     assert "random" in text and "minimax" in text
-    assert "1.00 → 0.00" in text  # invalid rate before → after
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in text.splitlines()
+        if "before" in line or "after" in line
+    ]
+    # per opponent a row before and a row after; the invalid rate is the last cell
+    assert [(row[0], row[1], row[-1]) for row in rows] == [
+        ("random", "before", "1.00"), ("", "after", "0.00"),
+        ("minimax", "before", "1.00"), ("", "after", "0.00"),
+    ]  # fmt: skip
     assert isinstance(after["random"], EvalResult)
