@@ -64,3 +64,15 @@ def test_the_policy_table_scores_the_continuations():
 def test_a_prefix_longer_than_an_answer_is_refused():
     with pytest.raises(ValidationError, match="answer_prefix"):
         KuhnPoker({"answer_prefix": "x" * 41})
+
+
+def test_show_joins_the_prefix_to_the_continuation():
+    from selfplay.core.commands.show import Entry, render
+
+    game = KuhnPoker({"answer_prefix": "["})
+    learner = MockPolicy(lambda req: req.game.legal_actions(req.state, req.role)[-1][1:])
+    (episode,) = play(game, [{"player_0": learner, "player_1": learner}], [0])
+    text = render(Entry(1, 1, episode)).plain
+    first = episode.turns[0]
+    assert f"text: [{first.text}\n" in text  # one reply, as the rules read it
+    assert "[assistant]" not in text and f"[user] {first.prompt[-2].content}" in text

@@ -176,11 +176,14 @@ def render(entry: Entry, role: str | None = None, all_prompts: bool = False) -> 
 def _turn(out: Text, index: int, turn: Turn, parts: dict[str, Any], all_prompts: bool) -> None:
     mark = "valid" if turn.valid else "INVALID"
     out.append(f"\n── turn {index} · {turn.role} ({turn.seat}) · {mark}\n", style="cyan")
-    shown = turn.prompt if all_prompts else turn.prompt[-1:]
-    for message in shown:
+    prompt, prefill = turn.prompt, ""
+    if prompt and prompt[-1].role == "assistant":  # the reply's start (answer_prefix)
+        prompt, prefill = prompt[:-1], prompt[-1].content
+    for message in prompt if all_prompts else prompt[-1:]:
         out.append(f"[{message.role}] ", style="dim")
         out.append(_safe(message.content) + "\n")
     out.append("text: ", style="bold")
+    out.append(_safe(prefill), style="dim")  # the game wrote it; the policy went on from it
     out.append(_safe(turn.text) + "\n")
     if turn.valid:
         out.append(_safe(f"action: {turn.action}\n"))
