@@ -105,6 +105,11 @@ def test_a_games_run_defaults_fill_in_only_what_the_user_left_unset(monkeypatch)
     assert game_settings(mine)["branches.positions"] == 0  # what the run trains with
     kuhn = resolve(build_config(None, {"game": "kuhn-poker"}, []))
     assert kuhn.branches.positions == 0 and game_settings(kuhn) == {}
+    from selfplay.games.kuhn_poker import KuhnPoker
+
+    monkeypatch.setattr(KuhnPoker, "run_defaults", {"game_options.answer_prefix": "["})
+    kuhn = resolve(build_config(None, {"game": "kuhn-poker"}, []))
+    assert kuhn.game_options == {"answer_prefix": "["}  # a game's own options always apply
 
 
 def test_a_games_broken_run_defaults_name_the_game(monkeypatch):

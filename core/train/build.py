@@ -155,7 +155,8 @@ def game_defaults(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, 
     kept = {}
     for key, value in defaults.items():
         plugin = key.split(".")[0].removesuffix("_options")
-        if key.startswith(f"{plugin}_options.") and plugin in given:
+        # game_options belong to this very game; other options to the plug-in chosen
+        if plugin != "game" and key.startswith(f"{plugin}_options.") and plugin in given:
             chosen = defaults.get(plugin, RunConfig.model_fields[plugin].default)
             if given[plugin] != chosen:
                 continue
