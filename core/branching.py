@@ -12,9 +12,10 @@ block against a missed block, rather than a won match against a lost one.
 
 A position is rebuilt by replaying the match from its seed: ``reset(seed)`` and then every
 earlier turn's text through ``judge``. Games draw chance only in ``initial`` (api/game.py), so
-the replay is exact; `selfplay check-game` tests that contract. Branch matches train the
+the replay is exact; `selfplay.testing.check_game` tests that contract. Branch matches train the
 learner, and are marked in ``Episode.extra["branch"]`` (the match and turn they came from);
-the training metrics and episodes.jsonl keep to the iteration's full matches.
+callbacks see them beside the full matches; the training metrics and episodes.jsonl keep to
+the iteration's full matches.
 """
 
 from __future__ import annotations
