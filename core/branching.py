@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from selfplay.api.errors import PluginFault, describe
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy
 from selfplay.api.types import Episode
@@ -34,6 +35,8 @@ __all__ = ["BranchConfig", "is_branch", "play_branches", "replay"]
 
 
 class BranchConfig(BaseModel):
+    """Matches played on from the learner's positions, for a per-position baseline."""
+
     model_config = ConfigDict(extra="forbid")
     positions: int = Field(
         default=0,
@@ -87,7 +90,7 @@ def play_branches(
     rng = random.Random(f"selfplay-branches-{seed}")
     starts, seatings, seeds, origins = [], [], [], []
     for episode, turn in (rng.choice(mine) for _ in range(config.positions)):
-        state = replay(game, episode, turn)
+        state = _rebuilt(game, episode, turn)
         seating = {role: policy(holder) for role, holder in episode.seats.items()}
         for _ in range(config.matches):
             starts.append(state)
@@ -97,6 +100,26 @@ def play_branches(
     branches = play(game, seatings, seeds, starts=starts, errors=errors)
     origin_of = dict(zip(seeds, origins, strict=True))
     return [_marked(branch, origin_of[branch.seed]) for branch in branches]
+
+
+def _rebuilt(game: Game, episode: Episode, turn: int) -> GameState:
+    """``replay``, checked: the rebuilt position must ask what the match asked."""
+    asked = episode.turns[turn]
+    try:
+        state = replay(game, episode, turn)
+        same = tuple(game.observe(state, asked.role)) == asked.prompt
+    except Exception as err:
+        raise PluginFault(
+            f"Game {game.name!r} raised {describe(err)} while replaying seed {episode.seed} "
+            f"to turn {turn} for branches.positions; set branches.positions=0, or fix the game."
+        ) from err
+    if not same:
+        raise PluginFault(
+            f"Game {game.name!r} does not replay from its seed: seed {episode.seed} replayed "
+            f"to turn {turn} asks another prompt than the match did. branches.positions needs "
+            "chance drawn only in initial(); set it to 0 for this game."
+        )
+    return state
 
 
 def _marked(episode: Episode, origin: dict[str, int]) -> Episode:

@@ -8,7 +8,7 @@ import pytest
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import ScriptedPolicy
-from selfplay.api.types import Completion
+from selfplay.api.types import Completion, Message
 from selfplay.core.branching import BranchConfig, is_branch, play_branches, replay
 from selfplay.core.config import build_config
 from selfplay.core.rollout import play
@@ -101,3 +101,21 @@ def test_branch_settings_are_checked():
         build_config(None, {}, ["branches.matches=1"])
     with pytest.raises(ConfigError, match=r"branches\.positions"):
         build_config(None, {}, ["branches.positions=-1"])
+
+
+def test_a_game_that_does_not_replay_from_its_seed_is_named():
+    from selfplay.api.errors import PluginFault
+
+    class Drifting(TicTacToe):
+        name = "drifting"
+        calls = 0
+
+        def prompt(self, state, role):
+            Drifting.calls += 1  # a prompt that changes from one call to the next
+            return [*super().prompt(state, role)[:-1], Message("user", f"call {Drifting.calls}")]
+
+    game, learner = Drifting(), Sampler()
+    played = play(game, [dict.fromkeys(game.roles, learner)], [0])
+    with pytest.raises(PluginFault, match="'drifting' does not replay from its seed"):
+        play_branches(game, played, {"learner": learner}.__getitem__, BranchConfig(positions=1),
+                      "learner", "0")  # fmt: skip
