@@ -78,6 +78,8 @@ def play_branches(
     ``policy`` resolves a seat holder's name; ``seed`` names the draw (the run's seed, the
     iteration and the process), so a run replays its branches exactly.
     """
+    if not config.positions:
+        return []  # off: nothing scanned, every iteration of the default run
     mine = [
         (episode, i)
         for episode in played
@@ -85,7 +87,7 @@ def play_branches(
         for i, turn in enumerate(episode.turns)
         if turn.seat == learner
     ]
-    if not config.positions or not mine:
+    if not mine:
         return []
     rng = random.Random(f"selfplay-branches-{seed}")
     starts, seatings, seeds, origins = [], [], [], []
