@@ -104,19 +104,33 @@ def _looked_ahead(req: Request, text: str) -> str:
             f"The lookahead opponent reads the whole state, and {game.name!r} hides "
             "information (its perfect_information is False); use another opponent."
         )
+    good = searched_moves(game, state, role)
     chosen, _ = game.action_of(text, state, role)
-    moves = {game.action_of(move, state, role)[0]: move for move in game.legal_actions(state, role)}
-    wins, safe = [], []
-    for action, move in moves.items():
-        after, _ = game.judge(state, role, game.continuation(move))
-        if _won(game, after, role):
-            wins.append(action)
-        elif not _can_win_next(game, after, role):
-            safe.append(action)
-    good = wins or safe
     if not good or chosen in good:
         return text
-    return game.continuation(moves[req.rng.choice(good)])
+    return game.continuation(req.rng.choice(list(good.values())))
+
+
+def searched_moves(game: Game, state: GameState, role: Role) -> dict[str, str]:
+    """The moves a one-move search over the rules keeps: ``{action: move text}``.
+
+    The moves that win at once when there are any; otherwise those after which the next
+    player cannot win at once; empty when every move lets the next player win. A game of
+    perfect information only: the search reads the whole state.
+    """
+    moves = {game.action_of(move, state, role)[0]: move for move in game.legal_actions(state, role)}
+    after = {
+        action: game.judge(state, role, game.continuation(move))[0]
+        for action, move in moves.items()
+    }
+    wins = {action: moves[action] for action, then in after.items() if _won(game, then, role)}
+    if wins:
+        return wins
+    return {
+        action: moves[action]
+        for action, then in after.items()
+        if not _can_win_next(game, then, role)
+    }
 
 
 def _won(game: Game, state: GameState, role: Role) -> bool:

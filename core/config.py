@@ -75,6 +75,14 @@ class TrainConfig(BaseModel):
         description="Decay of a moving average of the weights after every update; evaluations "
         "and the run's last checkpoint use the average (0 = off; e.g. 0.9).",
     )
+    search_weight: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Advantage shared by the moves a one-move search over the rules keeps at "
+        "each learner position where it rules moves out: take a win, block a loss (expert "
+        "iteration; games of perfect information; 0 = off). See core/search_targets.py.",
+    )
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
     gamma: float = Field(default=1.0, gt=0, le=1, description="Per-turn discount from the end.")
     invalid_reward: float | None = Field(

@@ -105,7 +105,7 @@ class PolicyGradient(Objective):
         if self.train.update_epochs == 1:  # the rollout policy is the current one: ratio 1
             old = current.logp.detach()
         else:
-            old = _padded([s.logprobs for s in samples], current.logp.shape).to(device)
+            old = _padded([s.logprobs for s in samples], current.logp.detach())
         scale = self.train.role_lr_scale
         terms = policy_gradient_loss(
             current,
@@ -123,8 +123,13 @@ class PolicyGradient(Objective):
         return Loss(terms.loss, metrics)
 
 
-def _padded(rows: Sequence[Sequence[float]], shape: torch.Size) -> torch.Tensor:
-    out = torch.zeros(shape)
+def _padded(rows: Sequence[Sequence[float]], current: torch.Tensor) -> torch.Tensor:
+    """The rows' sampling log-probabilities; a row never sampled (a search target, with no
+    log-probabilities) takes the current ones, a ratio of 1 in every epoch."""
+    out = torch.zeros(current.shape)
     for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
-    return out
+        if row:
+            out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+        else:
+            out[i] = current[i].cpu()
+    return out.to(current.device)

@@ -38,6 +38,7 @@ from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.hub import hub_folder
 from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.schedules import apply_schedules
+from selfplay.core.search_targets import SearchTargets
 from selfplay.core.stats import episode_metrics
 from selfplay.core.trackers import Trackers, check_loggers
 from selfplay.core.train import resume
@@ -58,11 +59,12 @@ from selfplay.core.train.league import League
 from selfplay.core.train.model_setup import prepare_learner
 from selfplay.core.train.run_folder import RunFolder, open_run_folder
 from selfplay.core.train.samples import (
-    answer_encoder,
+    advantage_metrics,
     check_scored,
     episode_samples,
     finite_advantages,
     finite_samples,
+    invalid_return,
     reference_answers,
     untrained_message,
 )
@@ -112,6 +114,7 @@ class Trainer:
         check_players(config, self.game)
         self.learner = build_learner(config)
         self.learner.name = LEARNER
+        self.search = SearchTargets(self.game, config.train.search_weight, self.learner)
         self.rng = random.Random(config.seed)
         self.generator = torch.Generator().manual_seed(config.seed)
         self.progress = Progress()
@@ -260,9 +263,8 @@ class Trainer:
         for _, callback in self.callbacks:
             episodes = list(callback.on_episodes(self.view, episodes))
         scores = self.reward(episodes, reduce=self._sum)
-        invalid_reward = config.train.invalid_reward
-        invalid_reward = config.invalid_moves.penalty if invalid_reward is None else invalid_reward
-        samples = episode_samples(episodes, scores, LEARNER, config.train.gamma, invalid_reward)
+        samples = episode_samples(episodes, scores, LEARNER, config.train.gamma,
+                                  invalid_return(config))  # fmt: skip
         samples = [s for s in samples if self._trains(s.role, iteration)]
         self.unscored = check_scored(iteration, episodes, samples, self.unscored, self)
         samples, nonfinite = finite_samples(samples)
@@ -270,13 +272,14 @@ class Trainer:
         if self.objective.needs == "advantages":
             advantages = self.estimator(samples, reduce=self._sum)
             advantages, bad_advantages = finite_advantages(advantages)
+            samples, advantages = self.search.add(episodes, samples, advantages)
         if self.objective.refreshes_reference():
             self.reference.refresh()  # the reference is this iteration's starting policy
         data = IterationData(
             samples,
             advantages,
             episodes,
-            encode=answer_encoder(self.learner),
+            encode=self.search.encode,
             reference=reference_answers(self.game, episodes),
             terms=self.reward.labels,
             reduce=self._sum,
@@ -296,16 +299,12 @@ class Trainer:
             self.folder.append_episodes([*everyone, *voided])
         totals = [s.totals(ep) for ep, s in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, self._sum)}
-        row.update(self.reward.metrics())
-        row.update(stats.means())
-        row.update(schedule)
-        row.update(self.objective.iteration_metrics())
+        row.update(self.reward.metrics() | stats.means() | schedule)
+        row.update(self.objective.iteration_metrics() | self.search.metrics())
         row.update(self.league.after_iteration(iteration, everyone))
         row.update(void_row)
         row.update(faults.nonfinite(iteration, nonfinite, bad_advantages, self._sum, self._say))
-        if advantages is not None:
-            kept = [a for a in advantages if a is not None]
-            row["advantage_mean"] = sum(kept) / max(len(kept), 1)
+        row.update(advantage_metrics(advantages))
         row["rollout_seconds"] = finished - started
         row["update_seconds"] = time.perf_counter() - finished
         return row

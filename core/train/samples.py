@@ -114,6 +114,20 @@ def _opponents(episode: Episode, role: str) -> str:
     return "+".join(sorted(holder for r, holder in episode.seats.items() if r != role))
 
 
+def advantage_metrics(advantages: Sequence[float | None] | None) -> dict[str, float]:
+    """``advantage_mean``: the mean of the advantages kept (none when nothing estimated)."""
+    if advantages is None:
+        return {}
+    kept = [a for a in advantages if a is not None]
+    return {"advantage_mean": sum(kept) / max(len(kept), 1)}
+
+
+def invalid_return(config: Any) -> float:
+    """The return of an invalid attempt: ``train.invalid_reward``, else the forfeit penalty."""
+    chosen = config.train.invalid_reward
+    return config.invalid_moves.penalty if chosen is None else chosen
+
+
 def answer_encoder(learner: Any) -> Callable[[str], tuple[int, ...]] | None:
     """Text -> answer token ids ending with end-of-sequence, in the learner's tokenizer.
 
