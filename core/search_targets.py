@@ -34,6 +34,7 @@ __all__ = ["SearchTargets"]
 
 # fields that never change what a legal move leads to: one position, whatever the match
 _BOOKKEEPING = {"seed", "retries", "error", "invalid"}
+_CACHED = 200_000  # positions remembered (tic-tac-toe has 5,478); beyond, start afresh
 
 
 class SearchTargets:
@@ -43,6 +44,8 @@ class SearchTargets:
         self.game, self.weight = game, weight
         self.encode = answer_encoder(learner)  # also the objective's (IterationData.encode)
         self.added = 0
+        # a position met again, in this iteration or a later one, is searched once
+        self._searched: dict[tuple[str, str], dict[str, str]] = {}
         if weight and not game.perfect_information:
             raise ConfigError(
                 f"train.search_weight={weight} needs a game of perfect information: the "
@@ -67,7 +70,9 @@ class SearchTargets:
             return samples, advantages
         targets: list[Sample] = []
         shares: list[float | None] = []
-        searched: dict[tuple[str, str], dict[str, str]] = {}  # a position met again: one search
+        searched = self._searched
+        if len(searched) > _CACHED:
+            searched.clear()
         for sample in samples:
             state = replay(self.game, episodes[sample.episode], sample.turn)
             key = (sample.role, state.model_dump_json(exclude=_BOOKKEEPING))

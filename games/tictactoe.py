@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -88,6 +88,12 @@ class TicTacToe(Game):
     State = TicTacToeState
     answer_hint = "[4] (a cell number in square brackets)"
     perfect_information = True
+    # search targets (core/search_targets.py) and small minibatches: the recipe under which
+    # the default run gains against minimax too (benchmarks/RESULTS.md, "Search targets")
+    run_defaults: ClassVar[dict[str, Any]] = {
+        "train.search_weight": 4.0,
+        "train.minibatch_size": 64,
+    }
     players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:
