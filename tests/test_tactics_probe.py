@@ -28,3 +28,20 @@ def test_the_probe_asks_every_reachable_position_and_scores_moves_not_claims():
     )
     fixed = tactics.hit_rates(game, MockPolicy(["[4]"]), found)
     assert forged["win"] < 0.5 and fixed["win"] < 0.5 and fixed["block"] < 0.5
+
+
+def test_training_on_the_probe_moves_the_weights_and_reports_the_rates(capsys):
+    import torch
+
+    from selfplay.core.models.tiny import load_tiny_policy
+
+    torch.manual_seed(0)
+    policy = load_tiny_policy()
+    found = {kind: cases[::200] for kind, cases in tactics.tests().items()}
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    tactics.train_on_probe(TicTacToe(), policy, found, steps=2, lr=1e-3)
+    after = list(policy.model.parameters())
+    assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+    assert not policy.model.training  # left ready to act, as the probe found it
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("step 2: loss ") and "win " in line and "block " in line
