@@ -23,6 +23,43 @@ def match(a: str, b: str, payoff_a: float) -> Episode:
     )  # fmt: skip
 
 
+def test_pfsp_draws_the_selves_the_learner_still_loses_to():
+    members = ["snapshot:0", "snapshot:5", "snapshot:9"]
+    pfsp = PoolSampler(p_latest=0.0, weighting="pfsp")
+    assert pfsp.mixture(members) == pytest.approx(dict.fromkeys(members, 1 / 3))  # unplayed
+    pfsp.update(
+        [match(LEARNER, "snapshot:0", 1.0) for _ in range(9)]  # always beaten
+        + [match("snapshot:5", LEARNER, 1.0) for _ in range(9)]  # always loses to it
+        + [match(LEARNER, "snapshot:9", 0.0) for _ in range(9)]  # always drawn
+        + [match(LEARNER, LEARNER, 1.0), match("snapshot:0", "snapshot:5", 1.0)]  # not counted
+    )
+    scores = {m: pfsp.learner_score(m) for m in members}
+    assert scores == pytest.approx({"snapshot:0": 0.95, "snapshot:5": 0.05, "snapshot:9": 0.5})
+    weights = {m: (1 - p) ** 2 for m, p in scores.items()}  # AlphaStar's hard weighting
+    total = sum(weights.values())
+    assert pfsp.mixture(members) == pytest.approx({m: w / total for m, w in weights.items()})
+    rng = random.Random(0)
+    drawn = Counter(pfsp.sample(members, rng) for _ in range(4000))  # weights 0.90, 0.25, 0.0025
+    assert (
+        drawn["snapshot:5"] > 3 * drawn["snapshot:9"]
+        and drawn["snapshot:9"] > 20 * drawn["snapshot:0"]
+    )
+    assert pfsp.metrics()["pfsp/score/snapshot:5"] == pytest.approx(0.05)
+    # the record fades: ten quiet iterations leave about a third of its weight
+    for _ in range(10):
+        pfsp.update([])
+    assert 0.05 < pfsp.learner_score("snapshot:5") < 0.2
+    again = PoolSampler(p_latest=0.0, weighting="pfsp")
+    again.load_state_dict(pfsp.state_dict())
+    assert again.mixture(members) == pytest.approx(pfsp.mixture(members))
+    assert pfsp.wanted_matches(["snapshot:5"]) == [] and list(pfsp.record) == ["snapshot:5"]
+    beaten = PoolSampler(p_latest=0.0, weighting="pfsp", pfsp_power=50.0)
+    beaten.update([match(LEARNER, "snapshot:0", 1.0) for _ in range(10**4)])
+    assert beaten.mixture(["snapshot:0"]) == {"snapshot:0": 1.0}  # every weight ~0: alike
+    with pytest.raises(ValueError, match="pfsp_power"):
+        PoolSampler(weighting="pfsp", pfsp_power=0)
+
+
 def test_pool_keeps_the_starting_policy_and_evicts_the_oldest_other():
     pool = Pool(size=3, scripted=["random"])
     evicted = [pool.add(f"snapshot:{i}") for i in range(5)]
