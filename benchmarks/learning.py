@@ -29,6 +29,8 @@ from selfplay.core.train.loop import train
 from selfplay.plugins.manager import registries
 
 RECIPES = {
+    # the default run's settings (with tic-tac-toe's own run_defaults: search targets, the
+    # compact prompt), evaluated every 10 iterations on 200 matches
     "tictactoe": [
         "cold_start.steps=300",
         "matches=128",
@@ -53,6 +55,7 @@ RECIPES = {
         "pool.scripted=[random,minimax]",
         "pool.snapshot_every=0",
         "opponent_options.p_latest=0.25",
+        "train.search_weight=0",  # as measured, before tic-tac-toe's run_defaults had it
     ],
     # pure self-play, the best 20-iteration recipe so far (RESULTS.md, "g5"): mirror play and
     # the learner's own greedy self, one RAE baseline per opponent; no scripted player in
@@ -70,6 +73,7 @@ RECIPES = {
         "estimator_options.decay=0",
         "estimator_options.per_opponent=true",
         "opponent_options.greedy=0.5",
+        "train.search_weight=0",  # as measured, before tic-tac-toe's run_defaults had it
     ],
     "kuhn-poker": [
         "cold_start.steps=200",
