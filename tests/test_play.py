@@ -21,7 +21,8 @@ from selfplay.games.tictactoe import TicTacToe
 
 pexpect = pytest.importorskip("pexpect")
 
-BOARD = re.compile(r"Board (\S{3}\|\S{3}\|\S{3})\.")
+# the board as either prompt shows it: "Board 012|345|678. You are x..." or "012|345|678 x"
+BOARD = re.compile(r"([0-8xo]{3}\|[0-8xo]{3}\|[0-8xo]{3})")
 
 
 def train_one_iteration(out: Path, name: str, *extra: str) -> Path:
