@@ -27,7 +27,6 @@ from selfplay.api.estimator import Sample
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import searched_moves
 from selfplay.api.types import Episode
-from selfplay.core.branching import replay
 from selfplay.core.train.samples import answer_encoder
 
 __all__ = ["SearchTargets"]
@@ -73,8 +72,11 @@ class SearchTargets:
         searched = self._searched
         if len(searched) > _CACHED:
             searched.clear()
+        walks: dict[int, list[GameState]] = {}  # each match replayed once, not once per turn
         for sample in samples:
-            state = replay(self.game, episodes[sample.episode], sample.turn)
+            if sample.episode not in walks:
+                walks[sample.episode] = _states(self.game, episodes[sample.episode])
+            state = walks[sample.episode][sample.turn]
             key = (sample.role, state.model_dump_json(exclude=_BOOKKEEPING))
             if key not in searched:
                 searched[key] = self._search(state, sample.role)
@@ -105,3 +107,11 @@ class SearchTargets:
 
     def metrics(self) -> dict[str, float]:
         return {"search_targets": float(self.added)} if self.weight else {}
+
+
+def _states(game: Game, episode: Episode) -> list[GameState]:
+    """The state before each turn of ``episode`` (as ``replay`` rebuilds one), in one walk."""
+    states = [game.reset(episode.seed)]
+    for turn in episode.turns[:-1]:
+        states.append(game.judge(states[-1], turn.role, turn.text)[0])
+    return states
