@@ -8,10 +8,13 @@ iteration. Writes one CSV of every run's curve and, when matplotlib is installed
     python benchmarks/opponents.py                                  # Kuhn, 4 samplers, 5 min each
     python benchmarks/opponents.py --game rock-paper-scissors --minutes 2
     python benchmarks/opponents.py --samplers latest mmd psro:nash  # 'mmd' = latest + moving KL
+    python benchmarks/opponents.py --samplers mmd:0.5:0.05          # mmd:KL_COEF:REFERENCE_UPDATE
     python benchmarks/opponents.py --out DIR --samplers ... --collect  # tabulate runs in DIR
 
 `mmd` is mirror self-play with a KL pull toward a reference that trails the policy
-(train.reference_update), the magnetic-mirror-descent option.
+(train.reference_update), the magnetic-mirror-descent option: `mmd` alone is the first setting
+measured (KL coefficient 0.2, the reference moved 0.05 of the way after every iteration), and
+`mmd:KL:RATE` names both, e.g. `mmd:0.5:0.05` (the magnet's strength and its speed).
 """
 
 from __future__ import annotations
@@ -40,8 +43,21 @@ VARIANTS = {  # sampler label -> (opponent, extra settings)
 CURVES = ("exploitability/last", "exploitability/iterates_average", "exploitability/pool_average")
 
 
+def variant(label: str) -> tuple[str, list[str]]:
+    """The opponent and extra settings a sampler label stands for."""
+    if label in VARIANTS:
+        return VARIANTS[label]
+    if label.startswith("mmd:"):
+        try:
+            kl, rate = (float(x) for x in label.split(":")[1:])
+        except ValueError:
+            raise SystemExit(f"{label!r}: write mmd:KL_COEF:REFERENCE_UPDATE, e.g. mmd:0.5:0.05")
+        return "latest", [f"train.kl_coef={kl}", f"train.reference_update={rate}"]
+    return label, []
+
+
 def run(game: str, label: str, args: argparse.Namespace, out: Path) -> list[dict[str, str]]:
-    opponent, extra = VARIANTS.get(label, (label, []))
+    opponent, extra = variant(label)
     config = build_config(
         None,
         {

@@ -218,3 +218,22 @@ def test_gpt2_gets_its_attention_conv1d_layers_without_warnings():
         lora = apply_lora(model, LoraConfig(enabled=True, rank=2))
     adapted = {n.split(".lora_")[0] for n, p in lora.named_parameters() if p.requires_grad}
     assert sorted(n.split("h.0.")[1] for n in adapted) == ["attn.c_attn", "attn.c_proj"]
+
+
+def test_the_lora_magnet_moves_its_adapters_part_way_toward_the_policy():
+    from selfplay.core.train.reference import Reference
+
+    _, model = wrapped()
+    reference = Reference(model, model, lora=True, needed=True)
+    start = {k: v.clone() for k, v in reference.adapters.items()}
+    model.train()
+    train_step(model, steps=2)
+    now = adapter_state_dict(model)
+    moved = [k for k in now if not torch.equal(now[k], start[k])]
+    assert moved  # the step changed some adapter matrices
+    reference.pull(0.25)
+    for key in now:
+        assert torch.allclose(reference.adapters[key], start[key] + 0.25 * (now[key] - start[key]))
+    assert torch.equal(adapter_state_dict(model)[moved[0]], now[moved[0]])  # policy untouched
+    reference.pull(1.0)
+    assert all(torch.equal(reference.adapters[k], now[k]) for k in now)

@@ -22,7 +22,7 @@ from selfplay.core.config import RunConfig
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.hardware import gradient_clipper
-from selfplay.core.train.reference import Reference, check_reference
+from selfplay.core.train.reference import Reference
 from selfplay.core.train.update import Updater
 
 
@@ -46,7 +46,6 @@ def prepare_learner(
     console: Any = None,
 ) -> Prepared:
     """Set the learner up for training (see the module doc); a fresh run cold-starts here."""
-    check_reference(config)
     if config.lora.enabled:
         learner.model = apply_lora(learner.model, config.lora, game.roles)
     learner.model = learner.model.to(fabric.device)  # the cold start trains there too

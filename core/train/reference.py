@@ -8,8 +8,8 @@ One object, built once after the model is set up, in one of three forms:
 - none, when nothing reads a reference (no KL, no objective or reward asks for one).
 
 It starts as the policy the cold start left. `refresh` makes it the current policy (the
-iterate M_t that DPO anchors to); `pull` moves a frozen copy part of the way toward the policy
-after every iteration (``train.reference_update``, the magnet of magnetic mirror descent).
+iterate M_t that DPO anchors to); `pull` moves it part of the way toward the policy after
+every iteration (``train.reference_update``, the magnet of magnetic mirror descent).
 """
 
 from __future__ import annotations
@@ -70,9 +70,19 @@ class Reference:
                     ref.copy_(current.detach())
 
     def pull(self, rate: float) -> None:
-        """``reference <- (1 - rate) * reference + rate * policy`` (a frozen copy only)."""
-        if self.copy is not None and rate:
+        """``reference <- (1 - rate) * reference + rate * policy``, tensor by tensor.
+
+        Under LoRA each adapter matrix moves on its own (A and B, not their product): the
+        reference still trails the policy, from frozen at rate 0 to the policy itself at 1.
+        """
+        if not rate:
+            return
+        if self.copy is not None:
             pull_reference(self.copy, self.module, rate)
+        elif self.adapters is not None:
+            current = adapter_state_dict(self.module)
+            for name, tensor in self.adapters.items():
+                tensor.lerp_(current[name].to(tensor.dtype), rate)
 
     def state_dict(self) -> dict[str, Any]:
         """Checkpoint entries, under the names wave-1 checkpoints used."""
@@ -99,12 +109,3 @@ def pull_reference(reference: torch.nn.Module, model: torch.nn.Module, rate: flo
     """
     for ref, current in zip(reference.parameters(), model.parameters(), strict=True):
         ref.lerp_(current.detach(), rate)
-
-
-def check_reference(config: Any) -> None:
-    """Refuse reference set-ups that cannot work, before any training time is spent."""
-    if config.train.reference_update and config.lora.enabled:
-        raise ConfigError(
-            "train.reference_update moves a copy of the weights, but under LoRA the "
-            "reference is the cold start's adapter weights; set train.reference_update=0."
-        )
