@@ -51,7 +51,8 @@ def variant(label: str) -> tuple[str, list[str]]:
         try:
             kl, rate = (float(x) for x in label.split(":")[1:])
         except ValueError:
-            raise SystemExit(f"{label!r}: write mmd:KL_COEF:REFERENCE_UPDATE, e.g. mmd:0.5:0.05")
+            hint = f"{label!r}: write mmd:KL_COEF:REFERENCE_UPDATE, e.g. mmd:0.5:0.05"
+            raise SystemExit(hint) from None
         return "latest", [f"train.kl_coef={kl}", f"train.reference_update={rate}"]
     return label, []
 
