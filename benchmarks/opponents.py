@@ -52,7 +52,7 @@ def variant(label: str) -> tuple[str, list[str]]:
             kl, rate = (float(x) for x in label.split(":")[1:])
         except ValueError:
             hint = f"{label!r}: write mmd:KL_COEF:REFERENCE_UPDATE, e.g. mmd:0.5:0.05"
-            raise SystemExit(hint) from None
+            raise ValueError(hint) from None
         return "latest", [f"train.kl_coef={kl}", f"train.reference_update={rate}"]
     return label, []
 
@@ -136,6 +136,11 @@ def main() -> None:
         "--collect", action="store_true", help="only tabulate and plot finished runs in --out"
     )
     args = parser.parse_args()
+    for label in args.samplers:  # a bad label fails here, not after the first sampler's run
+        try:
+            variant(label)
+        except ValueError as err:
+            parser.error(str(err))
     torch.set_num_threads(args.threads)
     args.set.append(f"threads={args.threads}")
     out = args.out or Path(tempfile.mkdtemp(prefix="selfplay-opponents-"))
