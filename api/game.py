@@ -130,6 +130,10 @@ class Game(ABC):
     # True when the state hides nothing from any player (no private cards): a search over the
     # rules (the ``lookahead`` opponent) may then read the whole state.
     perfect_information: ClassVar[bool] = False
+    # True when ``legal_actions`` lists every legal move (a board's empty cells, a poker
+    # round's bets), so a learner may choose among them (``generation.choice=legal``); False
+    # when it lists samples for scripted players (canned answers, a right and a wrong one).
+    lists_every_move: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -171,7 +175,8 @@ class Game(ABC):
         """Payoffs when the rules end the match (win/loss/draw), otherwise None."""
 
     def legal_actions(self, state: GameState, role: Role) -> list[str]:
-        """Legal answers, formatted as a player would write them; used by scripted players."""
+        """Legal answers, formatted as a player would write them; used by scripted players,
+        and by a learner choosing among them when the game sets ``lists_every_move``."""
         return []
 
     def signals(self, state: GameState) -> dict[str, float]:

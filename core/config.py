@@ -24,6 +24,13 @@ class GenerationConfig(BaseModel):
     max_new_tokens: int = Field(default=8, ge=1, description="Tokens a policy may write per turn.")
     temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
     top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling mass.")
+    choice: Literal["free", "legal"] = Field(
+        default="free",
+        description="free: the learner writes each move token by token; legal: it picks one of "
+        "the game's legal answers, sampled by the model's probability of each (no invalid "
+        "moves; games that list no legal answers are written freely). See "
+        "core/models/legal_choice.py.",
+    )
 
 
 class TrainConfig(BaseModel):

@@ -219,6 +219,7 @@ def nash_player(game: Game, state: KuhnPokerState, role: Role, rng: random.Rando
 class KuhnPoker(Game):
     name = "kuhn-poker"
     roles = ROLES
+    lists_every_move = True
     description = (
         "Kuhn poker (J, Q, K; one betting round); answer [check], [bet], [call] or [fold]."
     )

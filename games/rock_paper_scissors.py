@@ -88,6 +88,7 @@ def rock_player(game: Game, state: GameState, role: Role, rng: random.Random) ->
 class RockPaperScissors(Game):
     name = "rock-paper-scissors"
     roles = ROLES
+    lists_every_move = True
     description = (
         "Rock-paper-scissors, hidden simultaneous moves; answer [rock], [paper] or [scissors]."
     )

@@ -88,6 +88,7 @@ class TicTacToe(Game):
     State = TicTacToeState
     answer_hint = "[4] (a cell number in square brackets)"
     perfect_information = True
+    lists_every_move = True
     # the recipe under which the default run gains against random and minimax alike on three
     # seeds (benchmarks/RESULTS.md, "Search targets"): search targets (core/search_targets.py),
     # small minibatches, and the compact prompt, whose fewer tokens pay for twice the iterations

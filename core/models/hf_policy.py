@@ -53,6 +53,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
 from selfplay.core.models.kv_cache import preallocated_cache
+from selfplay.core.models.legal_choice import CHOICES, choose_legal
 from selfplay.core.models.tokenizer import render_plain_chat
 
 # A shared prompt prefix is run once when that saves at least this many token positions
@@ -79,6 +80,7 @@ class HFPolicy(Policy):
         seed: int = 0,
         max_prompt_tokens: int | None = None,
         share_prefix: bool = True,
+        choice: str = "free",
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
@@ -88,6 +90,8 @@ class HFPolicy(Policy):
             )
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}.")
+        if choice not in CHOICES:
+            raise ValueError(f"choice must be one of {', '.join(CHOICES)}, got {choice!r}.")
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
@@ -97,6 +101,7 @@ class HFPolicy(Policy):
         self.include_system = include_system
         self.seed = seed
         self.share_prefix = share_prefix
+        self.choice = choice  # "legal": pick among the game's legal answers (legal_choice.py)
         # set by the trainer when each role has its own adapter: role -> context manager
         self.role_context: Callable[[str], AbstractContextManager[Any]] | None = None
         # set by the trainer under mixed precision: the autocast the update's forward runs in
@@ -187,6 +192,14 @@ class HFPolicy(Policy):
     def _act(self, requests: Sequence[Request], greedy: bool) -> list[Completion]:
         prompts = self.encode(requests)
         seeds = [(req.rng.getrandbits(64) ^ (self.seed * _MIX)) % (1 << 63) for req in requests]
+        if self.choice == "legal":
+            return choose_legal(self, requests, prompts, seeds, greedy=greedy)
+        return self.write(prompts, seeds, greedy)
+
+    def write(
+        self, prompts: Sequence[Sequence[int]], seeds: Sequence[int], greedy: bool
+    ) -> list[Completion]:
+        """Completions written token by token (sampled, or argmax when ``greedy``)."""
         tokens, logprobs = self.generate(prompts, seeds, greedy=greedy)
         texts = self.tokenizer.batch_decode(tokens, skip_special_tokens=True)
         return [

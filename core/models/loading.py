@@ -27,12 +27,23 @@ def build_learner(config: Any, what: str = "--model") -> Policy:
             "seats (--opponent fixed:openai:...), judge (reward_options.judge.model=openai:...) "
             "or join the pool (pool.scripted=[openai:...])."
         )
-    return build_model(config, what)
+    policy = build_model(config, what)
+    choice = config.generation.choice
+    if choice != "free":
+        if not hasattr(policy, "choice"):
+            raise ConfigError(
+                f"generation.choice={choice!r} needs a model that scores answers in memory "
+                f"(a Hugging Face model); {what} {config.model!r} is a "
+                f"{type(policy).__name__}. Use generation.choice=free with it."
+            )
+        policy.choice = choice
+    return policy
 
 
 def build_model(config: Any, what: str) -> Policy:
     """`build_learner` for a seat that only generates (a judge): served models welcome."""
-    generation = config.generation.model_dump()
+    # the learner's way of choosing moves is set by build_learner, not passed to every model
+    generation = config.generation.model_dump(exclude={"choice"})
     options: dict[str, Any] = {"seed": config.seed, **generation, **config.model_options}
     if is_served(config.model):
         from selfplay.core.models.served import ServedPolicy, ServedSpec
