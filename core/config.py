@@ -29,7 +29,7 @@ class GenerationConfig(BaseModel):
         description="free: the learner writes each move token by token; legal: it picks one of "
         "the game's legal answers, sampled by the model's probability of each (no invalid "
         "moves; games that list no legal answers are written freely). See "
-        "core/models/legal_choice.py.",
+        "core/models/policy_table.py.",
     )
 
 

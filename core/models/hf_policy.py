@@ -53,7 +53,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
 from selfplay.core.models.kv_cache import preallocated_cache
-from selfplay.core.models.legal_choice import CHOICES, choose_legal
+from selfplay.core.models.policy_table import CHOICES, choose_legal
 from selfplay.core.models.tokenizer import render_plain_chat
 
 # A shared prompt prefix is run once when that saves at least this many token positions
@@ -101,7 +101,7 @@ class HFPolicy(Policy):
         self.include_system = include_system
         self.seed = seed
         self.share_prefix = share_prefix
-        self.choice = choice  # "legal": pick among the game's legal answers (legal_choice.py)
+        self.choice = choice  # "legal": pick among the game's legal answers (policy_table.py)
         # set by the trainer when each role has its own adapter: role -> context manager
         self.role_context: Callable[[str], AbstractContextManager[Any]] | None = None
         # set by the trainer under mixed precision: the autocast the update's forward runs in

@@ -176,3 +176,16 @@ class _ChunkedLogSoftmax(torch.autograd.Function):
                 grads = [g[start:end] for _, g in pairs]
                 (grad[start:end],) = torch.autograd.grad(outputs, chunk, grads)
         return grad, None, None, None, None
+
+
+def eos_id(policy: Any) -> int:
+    """The stop token a target ends with: the tokenizer's EOS if the policy stops at it."""
+    eos = policy.tokenizer.eos_token_id
+    if isinstance(eos, int) and eos in policy.stop_ids:
+        return eos
+    if not policy.stop_ids:
+        raise ValueError(
+            "The policy has no stop token (neither the model's generation config nor the "
+            "tokenizer names an eos_token_id); set one so the model can learn to stop."
+        )
+    return min(policy.stop_ids)

@@ -21,6 +21,7 @@ from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.config import explain as config_explain
 from selfplay.core.models.loading import build_learner
+from selfplay.core.models.policy_table import check_choice
 from selfplay.plugins.manager import registries
 from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 
@@ -189,7 +190,8 @@ def _under(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
 
 def check_players(config: RunConfig, game: Game) -> None:
     """Every scripted player the config names is one of the game's, checked before any work
-    (the cold start and the first evaluation come much later)."""
+    (the cold start and the first evaluation come much later); so is ``generation.choice``."""
+    check_choice(config.generation.choice, game)
     named = {
         "eval.opponents": config.eval.opponents or [],
         "pool.scripted": [

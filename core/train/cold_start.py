@@ -27,6 +27,7 @@ from selfplay.api.game import Game
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.types import Message, Role
 from selfplay.core.models.hf_policy import HFPolicy
+from selfplay.core.models.scoring import eos_id
 from selfplay.core.rollout import play
 
 Transcript = tuple[tuple[Message, ...], str]
@@ -106,19 +107,6 @@ def build_examples(
         keep = max(1, context - len(target))
         examples.append(Example(tuple(prompt[-keep:]), target))
     return examples
-
-
-def eos_id(policy: HFPolicy) -> int:
-    """The stop token a target ends with: the tokenizer's EOS if the policy stops at it."""
-    eos = policy.tokenizer.eos_token_id
-    if isinstance(eos, int) and eos in policy.stop_ids:
-        return eos
-    if not policy.stop_ids:
-        raise ValueError(
-            "The policy has no stop token (neither the model's generation config nor the "
-            "tokenizer names an eos_token_id); set one so the model can learn to stop."
-        )
-    return min(policy.stop_ids)
 
 
 def collate(examples: Sequence[Example], pad_id: int) -> dict[str, torch.Tensor]:

@@ -36,7 +36,6 @@ from selfplay.core.config import ConfigError, RunConfig
 from selfplay.core.evaluate import EvalResult, evaluate
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.hub import hub_folder
-from selfplay.core.models.legal_choice import check_choice
 from selfplay.core.rollout import VoidMatch, play
 from selfplay.core.schedules import apply_schedules
 from selfplay.core.search_targets import SearchTargets
@@ -113,7 +112,6 @@ class Trainer:
         self.estimator.bind(self.game.name, self.game.roles)
         self.callbacks = build_callbacks(config)
         check_players(config, self.game)
-        check_choice(config.generation.choice, self.game)  # before a model loads
         self.learner = build_learner(config)
         self.learner.name = LEARNER
         self.search = SearchTargets(self.game, config.train.search_weight, self.learner)

@@ -136,7 +136,7 @@ def answer_encoder(learner: Any) -> Callable[[str], tuple[int, ...]] | None:
     tokenizer = getattr(learner, "tokenizer", None)
     if tokenizer is None:
         return None
-    from selfplay.core.train.cold_start import eos_id
+    from selfplay.core.models.scoring import eos_id
 
     stop = eos_id(learner)
 
