@@ -80,6 +80,23 @@ def test_plain_lines_come_every_n_seconds_with_an_eta_and_once_at_the_end():
     assert said[-1] == "cold start: 10/10, 0:35 elapsed"
 
 
+def test_a_time_limit_caps_the_estimate_of_what_is_left():
+    said: list[str] = []
+    clock = FakeClock()
+    # 1000 iterations at 2 minutes each, in a run limited to 20 minutes
+    lines = PlainLines("iteration", 1000, said.append, every=0, clock=clock, deadline=1200.0)
+    clock.now += 120
+    lines.advance(1)
+    assert said[-1] == "iteration: 1/1000, 2:00 elapsed, about 18:00 left"
+    clock.now += 1200
+    lines.advance(1)  # past the limit: the run ends after this iteration
+    assert said[-1] == "iteration: 2/1000, 22:00 elapsed, about 0:00 left"
+    free = PlainLines("iteration", 4, said.append, every=0, clock=clock, deadline=1e9)
+    clock.now += 10
+    free.advance(1)
+    assert said[-1].endswith("about 0:30 left")  # the iterations end first
+
+
 def test_a_quiet_step_prints_nothing_when_short_and_the_usual_lines_when_long():
     said: list[str] = []
     clock = FakeClock()

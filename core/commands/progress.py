@@ -23,6 +23,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 EVERY_VARIABLE = "SELFPLAY_PROGRESS_EVERY"
 
@@ -54,8 +55,10 @@ class PlainLines:
         clock: Callable[[], float] = time.monotonic,
         done: int = 0,
         quiet: bool = False,
+        deadline: float | None = None,
     ) -> None:
         self.label, self.total, self.say, self.clock = label, total, say, clock
+        self.deadline = deadline  # on ``clock``: a time limit (``minutes``) caps the estimate
         self.every = every_seconds() if every is None else every
         self.done = self.first = done
         self.started = self.last = clock()
@@ -73,7 +76,10 @@ class PlainLines:
         line = f"{self.label}: {self.done}/{self.total}, {_clock(elapsed)} elapsed"
         ran = self.done - self.first
         if ran > 0 and self.done < self.total:
-            line += f", about {_clock(elapsed / ran * (self.total - self.done))} left"
+            left = elapsed / ran * (self.total - self.done)
+            if self.deadline is not None:
+                left = max(0.0, min(left, self.deadline - now))
+            line += f", about {_clock(left)} left"
         self.say(f"{line}  {status}".rstrip())
 
 
@@ -197,7 +203,7 @@ class RunDisplay:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
+            _Remaining(),
             console=self.console,
             transient=True,
         )
@@ -221,12 +227,17 @@ class RunDisplay:
             self.console.print(escape(f"{c.game}'s own settings (set any to change it): {shown}"))
         self.progress.start()
         done = self.config.resume and _done(self.folder)
+        # a time limit ends the run first when the iterations would take longer
+        minutes = getattr(c, "minutes", None)
+        deadline = time.monotonic() + 60 * minutes if minutes else None
         self.task = self.progress.add_task(
-            "training", total=c.iterations, completed=done or 0, status=""
+            "training", total=c.iterations, completed=done or 0, status="", deadline=deadline
         )
         if not self.console.is_terminal:
             say = lambda text: self.console.print(text, soft_wrap=True)  # noqa: E731
-            self.lines = PlainLines("iteration", c.iterations, say, done=done or 0)
+            self.lines = PlainLines(
+                "iteration", c.iterations, say, done=done or 0, deadline=deadline
+            )
         return self
 
     @property
@@ -302,3 +313,15 @@ def _done(folder: Any) -> int:
         return 0
     rows = folder.read_metrics()
     return int(rows[-1]["iteration"]) if rows else 0
+
+
+class _Remaining(TimeRemainingColumn):
+    """Rich's estimate from the pace so far, capped by the task's ``deadline`` field if any."""
+
+    def render(self, task: Any) -> Any:
+        deadline = task.fields.get("deadline")
+        if deadline is None or task.time_remaining is None or task.finished:
+            return super().render(task)
+        left = int(max(0.0, min(task.time_remaining, deadline - time.monotonic())))
+        hours, rest = divmod(left, 3600)
+        return Text(f"{hours}:{rest // 60:02d}:{rest % 60:02d}", style="progress.remaining")
