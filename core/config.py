@@ -259,7 +259,10 @@ class RunConfig(BaseModel):
     )
     iterations: int = Field(default=20, ge=0, description="Total iterations of the run.")
     minutes: float | None = Field(
-        default=None, gt=0, description="Stop (checkpointed) after this much wall-clock time."
+        default=None,
+        gt=0,
+        description="Stop (checkpointed) after this many minutes of wall-clock time in this "
+        "process; a resume may give a new limit (--resume RUN --set minutes=N).",
     )
     matches: int = Field(default=128, ge=1, description="Matches played per iteration.")
     branches: BranchConfig = Field(default_factory=BranchConfig)

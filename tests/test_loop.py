@@ -99,6 +99,32 @@ def test_resume_refuses_changed_settings(tmp_path):
     assert out.returncode == 2 and "config.yaml" in out.stderr
 
 
+def test_a_resume_may_set_a_new_time_limit_and_nothing_else(tmp_path):
+    run = tmp_path / "t"
+    first = selfplay(
+        "run", *TINY, "--iterations", "3", "--set", "minutes=0.00001", "--out", str(tmp_path),
+        "--name", "t",
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert len(losses(run)) == 1  # the limit stopped it after one iteration
+    refused = selfplay("run", "--resume", str(run), "--set", "minutes=60", "--set", "matches=4")
+    assert refused.returncode == 2 and "--set minutes=N may change" in refused.stderr
+    again = selfplay("run", "--resume", str(run), "--set", "minutes=60")
+    assert again.returncode == 0, again.stderr
+    assert sorted(losses(run)) == [1, 2, 3]  # one leg to the end: the new limit applied
+
+
+def test_checkpoints_hashed_with_their_time_limit_still_resume():
+    from selfplay.core.config import RunConfig
+    from selfplay.core.train.checkpoint import config_hash
+
+    a = RunConfig(minutes=5).model_dump(mode="json")
+    b = RunConfig(minutes=60).model_dump(mode="json")
+    assert config_hash(a) == config_hash(b)  # a new limit is not a new run
+    assert config_hash(a, with_minutes=True) != config_hash(b, with_minutes=True)
+    assert config_hash(RunConfig(matches=4).model_dump(mode="json")) != config_hash(a)
+
+
 def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):
     # a non-finite reward no longer reaches the loss (it is dropped where it is made), so
     # the test objective makes the loss itself NaN

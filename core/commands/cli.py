@@ -62,9 +62,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         flags["loggers"] = args.logger
     if args.resume:
         changed = {k: v for k, v in flags.items() if v is not None and k != "iterations"}
-        if args.config or args.set:
+        limits = [s for s in args.set or [] if s.partition("=")[0].strip() == "minutes"]
+        if args.config or len(args.set or []) > len(limits):
             changed["--config/--set"] = True
-        config = resume_config(args.resume, args.iterations, changed)
+        config = resume_config(args.resume, args.iterations, changed, limits)
     else:
         config = build_config(args.config, flags, args.set or [])
     train(config, Console(stderr=True))

@@ -69,9 +69,12 @@ class Found:
 LATER_KEYS = {"objective": "pg", "objective_options": {}}
 
 
-def config_hash(config_json: dict[str, Any]) -> str:
-    """Hash of the settings that shape training (not the iteration count or paths)."""
+def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> str:
+    """Hash of the settings that shape training (not the iteration count, the time limit or
+    paths). ``with_minutes``: as checkpoints hashed before a resume could set a new limit."""
     ignored = {"iterations", "resume", "out", "name", "eval"}
+    if not with_minutes:
+        ignored.add("minutes")
     stable = {
         k: v
         for k, v in config_json.items()

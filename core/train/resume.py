@@ -99,8 +99,9 @@ def restore(trainer: Any, path: Any) -> None:
         state["model"] = t.model
     rest = checkpoint.load(t.fabric, path, state)
     saved_hash = rest["config_hash"]
-    current = checkpoint.config_hash(t.config.model_dump(mode="json"))
-    if saved_hash != current:
+    settings = t.config.model_dump(mode="json")
+    current = checkpoint.config_hash(settings)
+    if saved_hash not in (current, checkpoint.config_hash(settings, with_minutes=True)):
         raise checkpoint.CheckpointError(
             f"The checkpoint {path} was written with a different config ({saved_hash} vs "
             f"{current}); resume with the run folder's own config.yaml."

@@ -14,7 +14,7 @@ and the space left; what was written up to the last checkpoint stays readable an
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,7 +25,7 @@ import yaml
 from pydantic import ValidationError
 
 from selfplay.api.types import Episode
-from selfplay.core.config import ConfigError, RunConfig, explain
+from selfplay.core.config import ConfigError, RunConfig, apply_override, explain
 from selfplay.core.train.checkpoint import CONFIG, StorageError, free_space, scan
 from selfplay.core.train.episode_log import write_episodes
 
@@ -220,20 +220,25 @@ def make_run_folder(config: RunConfig) -> RunFolder:
     return RunFolder(path)
 
 
-def resume_config(folder: Path, iterations: int | None, changed: dict[str, Any]) -> RunConfig:
-    """The saved config of ``folder``, with a new total of iterations if one is given."""
+def resume_config(
+    folder: Path, iterations: int | None, changed: dict[str, Any], limits: Sequence[str] = ()
+) -> RunConfig:
+    """The saved config of ``folder``, with a new total of iterations if one is given, and a
+    new time limit from ``limits`` (``minutes=N`` assignments; the last one counts)."""
     path = Path(folder) / "config.yaml"
     if not path.exists():
         raise ConfigError(f"Cannot resume {folder}: it has no config.yaml (not a run folder?).")
     if changed:
         keys = ", ".join(sorted(changed))
         raise ConfigError(
-            f"--resume continues {folder} with its saved config; only --iterations may change "
-            f"(also given: {keys}). Start a new run to change them."
+            f"--resume continues {folder} with its saved config; only --iterations and "
+            f"--set minutes=N may change (also given: {keys}). Start a new run to change them."
         )
     data = read_config_data(Path(folder))
     if iterations is not None:
         data["iterations"] = iterations
+    for assignment in limits:
+        apply_override(data, assignment)
     config = validate_config(Path(folder), data)
     return config.model_copy(update={"resume": Path(folder)})
 
