@@ -114,15 +114,25 @@ def test_a_resume_may_set_a_new_time_limit_and_nothing_else(tmp_path):
     assert sorted(losses(run)) == [1, 2, 3]  # one leg to the end: the new limit applied
 
 
-def test_checkpoints_hashed_with_their_time_limit_still_resume():
-    from selfplay.core.config import RunConfig
-    from selfplay.core.train.checkpoint import config_hash
+def test_a_checkpoint_that_hashed_its_time_limit_resumes_with_a_new_one(tmp_path, monkeypatch):
+    import torch
 
-    a = RunConfig(minutes=5).model_dump(mode="json")
-    b = RunConfig(minutes=60).model_dump(mode="json")
-    assert config_hash(a) == config_hash(b)  # a new limit is not a new run
-    assert config_hash(a, with_minutes=True) != config_hash(b, with_minutes=True)
-    assert config_hash(RunConfig(matches=4).model_dump(mode="json")) != config_hash(a)
+    from selfplay.core.commands.cli import main
+    from selfplay.core.train import checkpoint
+
+    # checkpoints written before a resume could change the limit hashed it with the settings
+    real = checkpoint.config_hash
+    monkeypatch.setattr(checkpoint, "config_hash", lambda c, **_: real(c, with_minutes=True))
+    args = ["run", *TINY, "--iterations", "2", "--out", str(tmp_path), "--name", "old"]
+    threads = torch.get_num_threads()
+    try:
+        assert main([*args, "--set", "minutes=0.00001", "--set", "threads=1"]) == 0
+        assert len(losses(tmp_path / "old")) == 1
+        monkeypatch.setattr(checkpoint, "config_hash", real)
+        assert main(["run", "--resume", str(tmp_path / "old"), "--set", "minutes=60"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert sorted(losses(tmp_path / "old")) == [1, 2]
 
 
 def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):

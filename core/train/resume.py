@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.markup import escape
 
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
@@ -101,7 +102,9 @@ def restore(trainer: Any, path: Any) -> None:
     saved_hash = rest["config_hash"]
     settings = t.config.model_dump(mode="json")
     current = checkpoint.config_hash(settings)
-    if saved_hash not in (current, checkpoint.config_hash(settings, with_minutes=True)):
+    # a checkpoint written before minutes left the hash hashed its own limit
+    legacy = {**settings, "minutes": _saved_minutes(path, settings["minutes"])}
+    if saved_hash not in (current, checkpoint.config_hash(legacy, with_minutes=True)):
         raise checkpoint.CheckpointError(
             f"The checkpoint {path} was written with a different config ({saved_hash} vs "
             f"{current}); resume with the run folder's own config.yaml."
@@ -125,3 +128,12 @@ def restore(trainer: Any, path: Any) -> None:
         t.updater.average.load_state_dict(rest.get("weight_average") or {})
     if t.main and t.folder:
         t.folder.truncate(t.progress.iteration, t.progress.episodes_bytes)
+
+
+def _saved_minutes(path: Any, default: Any) -> Any:
+    """The time limit in the checkpoint's copy of config.yaml (``default`` if unreadable)."""
+    try:
+        saved = yaml.safe_load((Path(path) / checkpoint.CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return default
+    return saved.get("minutes", default) if isinstance(saved, dict) else default
