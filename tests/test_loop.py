@@ -109,6 +109,9 @@ def test_a_resume_may_set_a_new_time_limit_and_nothing_else(tmp_path):
     assert len(losses(run)) == 1  # the limit stopped it after one iteration
     refused = selfplay("run", "--resume", str(run), "--set", "minutes=60", "--set", "matches=4")
     assert refused.returncode == 2 and "--set minutes=N may change" in refused.stderr
+    bad = selfplay("run", "--resume", str(run), "--set", "minutes=-1")
+    assert bad.returncode == 2 and "'minutes'" in bad.stderr
+    assert "cp " not in bad.stderr  # the saved config.yaml is fine: no repair to suggest
     again = selfplay("run", "--resume", str(run), "--set", "minutes=60")
     assert again.returncode == 0, again.stderr
     assert sorted(losses(run)) == [1, 2, 3]  # one leg to the end: the new limit applied

@@ -115,7 +115,7 @@ def score_answers(
 def legal_answers(request: Request) -> list[str]:
     """The completions that play each legal move (after the answer prefix); [] when the game
     does not list every move (its ``legal_actions`` are samples for scripted players)."""
-    game = request.game
+    game = request.game  # None for a chat request to `selfplay serve`: written freely
     if not getattr(game, "lists_every_move", False):
         return []
     return [game.continuation(text) for text in game.legal_actions(request.state, request.role)]
@@ -123,7 +123,7 @@ def legal_answers(request: Request) -> list[str]:
 
 def check_choice(choice: str, game: Any) -> None:
     """``choice=legal`` needs a game that lists every legal move; say so before any work."""
-    if choice == "legal" and not getattr(game, "lists_every_move", False):
+    if choice == "legal" and not game.lists_every_move:
         raise ConfigError(
             f"generation.choice=legal needs a game that lists every legal move "
             f"(tictactoe, kuhn-poker, rock-paper-scissors); {game.name} lists only samples "

@@ -235,11 +235,15 @@ def resume_config(
             f"--set minutes=N may change (also given: {keys}). Start a new run to change them."
         )
     data = read_config_data(Path(folder))
+    validate_config(Path(folder), data)  # the saved file first: its faults are its own
     if iterations is not None:
         data["iterations"] = iterations
     for assignment in limits:
         apply_override(data, assignment)
-    config = validate_config(Path(folder), data)
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"--resume {folder}: {explain(err)}") from None
     return config.model_copy(update={"resume": Path(folder)})
 
 
