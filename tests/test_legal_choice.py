@@ -119,3 +119,17 @@ def test_a_run_with_legal_choice_trains_and_forfeits_nothing(tmp_path):
         values = dict(zip(header, row.split(","), strict=True))
         assert float(values["invalid_rate"]) == 0.0
         assert float(values["grad_norm"]) > 0  # the chosen answers were trained on
+
+
+def test_a_chat_request_without_a_game_is_written_freely():
+    # `selfplay serve` asks with no game: a checkpoint trained with choice=legal still answers
+    from selfplay.api.types import Message
+
+    messages = (Message("user", "Hello"),)
+    answers = [
+        load_tiny_policy(choice=choice).act(
+            [Request(None, None, "assistant", messages, random.Random(3))]
+        )[0]
+        for choice in ("free", "legal")
+    ]
+    assert answers[0] == answers[1] and answers[0].token_ids
