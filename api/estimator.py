@@ -41,6 +41,8 @@ class Sample:
     # joined by "+"): RAE can keep one baseline per opponent (``per_opponent``)
     opponent: str = ""
     turn: int = 0  # the position of its turn in its match (``Episode.turns[turn]``)
+    # the legal answers it was chosen from, itself included (``generation.choice: legal``)
+    menu: tuple[str, ...] = ()
 
 
 class Estimator(ABC):

@@ -107,6 +107,8 @@ class Objective(ABC):
     needs: ClassVar[Needs] = "advantages"
     #: Column names `loss` reports, in order; every step logs their means (0 when no step ran).
     metric_names: ClassVar[tuple[str, ...]] = ()
+    #: The ``generation.choice`` the objective trains, when it needs one (``legal-pg``: legal).
+    generation_choice: ClassVar[str | None] = None
 
     def __init__(self, **options: Any) -> None:
         self.options = type(self).Options(**options)

@@ -32,13 +32,16 @@ class Completion:
 
     ``token_ids`` and ``logprobs`` are those of the generated tokens (empty for scripted
     players); ``prompt_ids`` are the tokens the text was conditioned on, kept so a trainer can
-    rescore exactly what was sampled.
+    rescore exactly what was sampled. ``menu`` lists the answers the text was chosen from
+    (itself included) when the policy chose among the legal answers (``generation.choice:
+    legal``) instead of writing; it is empty otherwise.
     """
 
     text: str
     token_ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] = ()
     prompt_ids: tuple[int, ...] = ()
+    menu: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +58,10 @@ class Turn:
     token_ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] = ()
     prompt_ids: tuple[int, ...] = ()
+    menu: tuple[str, ...] = ()  # the legal answers the text was chosen from (Completion.menu)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "role": self.role,
             "seat": self.seat,
             "text": self.text,
@@ -69,6 +73,9 @@ class Turn:
             "token_ids": list(self.token_ids),
             "logprobs": list(self.logprobs),
         }
+        if self.menu:  # only a chosen answer has one; written turns keep their old form
+            data["menu"] = list(self.menu)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Turn:
@@ -83,6 +90,7 @@ class Turn:
             token_ids=tuple(data.get("token_ids", ())),
             logprobs=tuple(data.get("logprobs", ())),
             prompt_ids=tuple(data.get("prompt_ids", ())),
+            menu=tuple(data.get("menu", ())),
         )
 
 

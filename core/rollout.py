@@ -216,6 +216,7 @@ def _advance(
         token_ids=completion.token_ids,
         logprobs=completion.logprobs,
         prompt_ids=completion.prompt_ids,
+        menu=completion.menu,
     )
 
 

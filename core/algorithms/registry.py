@@ -24,5 +24,6 @@ def register_estimators(register):
 @hookimpl
 def register_objectives(register):
     register("pg", lazy(f"{HERE}.pg:PolicyGradient"))
+    register("legal-pg", lazy(f"{HERE}.legal_pg:LegalPolicyGradient"))
     register("dpo", lazy(f"{HERE}.dpo:DPO"))
     register("sft", lazy(f"{HERE}.sft:SFT"))

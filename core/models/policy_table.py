@@ -183,6 +183,7 @@ def _choose(
                 token_ids=tuple(answer),
                 logprobs=tuple(logps[k + pick, : len(answer)].tolist()),
                 prompt_ids=tuple(prompt),
+                menu=tuple(menu),
             )
         )
         k += len(menu)

@@ -192,6 +192,13 @@ def check_players(config: RunConfig, game: Game) -> None:
     """Every scripted player the config names is one of the game's, checked before any work
     (the cold start and the first evaluation come much later); so is ``generation.choice``."""
     check_choice(config.generation.choice, game)
+    needed = build_objective(config).generation_choice
+    if needed is not None and needed != config.generation.choice:
+        raise ConfigError(
+            f"objective {config.objective!r} trains generation.choice={needed}, but the run "
+            f"has generation.choice={config.generation.choice}; add --set "
+            f"generation.choice={needed}."
+        )
     named = {
         "eval.opponents": config.eval.opponents or [],
         "pool.scripted": [

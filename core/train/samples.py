@@ -66,6 +66,7 @@ def episode_samples(
                     parts=_parts(scored, turn.role, i, gamma_k, penalty),
                     opponent=_opponents(episode, turn.role),
                     turn=i,
+                    menu=turn.menu,
                 )
             )
         samples.extend(reversed(mine))

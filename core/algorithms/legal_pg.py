@@ -1,0 +1,149 @@
+"""``legal-pg``: the policy gradient of the policy that plays under ``generation.choice: legal``.
+
+Under the legal choice a move is not written: the policy scores each legal answer b (its
+tokens, then end-of-sequence) and plays one with probability
+
+    q(b) = exp(y_b) / sum_b' exp(y_b'),    y_b = log pi(b | x) / T   (summed over b's tokens)
+
+The ``pg`` objective raises or lowers y_a, the chosen answer's log-probability under the whole
+vocabulary. That moves q only through the normaliser's share, and part of each step goes to
+answers nobody plays (on the tiny Kuhn model its last iterate cycled far more under the legal
+choice than when writing). This objective scores every legal answer of each decision in the
+update (the ``menu`` the choice recorded) and takes the gradient of q itself:
+
+    softmax:  L = -w A log q(a)                                   (exact softmax policy gradient)
+    neurd:    L = -w A / q(a) * (y_a - mean_b y_b),  q(a) detached  (NeuRD, Hennes et al. 2020)
+
+NeuRD moves the logits by the (importance-sampled) advantage without the softmax's q(a)
+factor, so a rarely played answer that would pay is not starved of gradient; its importance
+weight 1/q(a) is capped at ``max_weight``. Subtracting the menu's mean logit leaves q unchanged
+and keeps the step off the answers' common share of the vocabulary.
+
+Both regularisers are exact over the menu, not per token: the KL pull toward the reference
+(``train.kl_coef``; with ``train.reference_update`` the magnet of magnetic mirror descent)
+
+    KL(q || q_ref) = sum_b q(b) (log q(b) - log q_ref(b))
+
+and the entropy bonus ``train.entropy_coef * H(q)``. The loss of a minibatch is the mean over
+its decisions. One update epoch only: the rollout did not record the other answers' scores, so
+a PPO ratio of q is not available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.estimator import Sample
+from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.options import Options
+
+
+class LegalPGOptions(Options):
+    update: Literal["softmax", "neurd"] = Field(
+        default="softmax",
+        description="softmax: the exact policy gradient of the legal choice; neurd: NeuRD's "
+        "advantage-weighted logits (see `selfplay objectives`).",
+    )
+    max_weight: float = Field(
+        default=20.0,
+        gt=0,
+        description="neurd: the cap on the importance weight 1 / q(chosen answer).",
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One choice: every legal answer as a row (``samples``, menu order) and which was played."""
+
+    samples: tuple[Sample, ...]
+    chosen: int
+    advantage: float
+
+
+class LegalPolicyGradient(Objective):
+    """The policy gradient of the legal choice's softmax over whole answers (or NeuRD's)."""
+
+    name = "legal-pg"
+    Options = LegalPGOptions
+    needs = "advantages"
+    generation_choice = "legal"
+    metric_names = ("policy", "kl", "entropy", "chosen_prob")
+
+    def bind(self, train: Any) -> None:
+        if train.update_epochs != 1:
+            raise ConfigError(
+                f"objective legal-pg takes one update epoch (train.update_epochs="
+                f"{train.update_epochs}): the rollout keeps only the chosen answer's scores, "
+                "so there is no PPO ratio of the choice. Set train.update_epochs=1."
+            )
+        self.train = train
+
+    def prepare(self, data: IterationData) -> list[Decision]:
+        advantages = data.advantages or [None] * len(data.samples)
+        decisions = []
+        for sample, advantage in zip(data.samples, advantages, strict=True):
+            if advantage is None:
+                continue
+            if not sample.menu or data.encode is None:
+                raise ConfigError(
+                    "objective legal-pg trains the choice among legal answers, but this "
+                    f"{sample.role!r} move was written, not chosen. Run it with "
+                    "--set generation.choice=legal, on a game that lists every legal move."
+                )
+            rows = [data.encode(answer) for answer in sample.menu]
+            if sample.token_ids not in rows:
+                raise ValueError(
+                    f"a legal-choice sample's answer {sample.token_ids} is not one of its "
+                    f"menu's {sample.menu}"
+                )
+            chosen = rows.index(sample.token_ids)
+            samples = tuple(
+                sample if i == chosen else replace(sample, token_ids=ids, logprobs=())
+                for i, ids in enumerate(rows)
+            )
+            decisions.append(Decision(samples, chosen, advantage))
+        return decisions
+
+    def wants_reference(self) -> bool:
+        return self.train.kl_coef > 0
+
+    def weight(self, items: Sequence[Any]) -> float:
+        return float(len(items))  # a mean over decisions
+
+    def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
+        totals = (current.logp * current.mask).sum(-1)
+        ref_totals = None if reference is None else (reference.logp * reference.mask).sum(-1)
+        scale = self.train.role_lr_scale
+        parts: dict[str, list[torch.Tensor]] = {name: [] for name in self.metric_names}
+        losses, k = [], 0
+        for item in items:
+            n = len(item.samples)
+            logits = totals[k : k + n]
+            logq = torch.log_softmax(logits, dim=0)
+            q = logq.exp()
+            a = item.chosen
+            weight = scale.get(item.samples[a].role, 1.0) * item.advantage
+            if self.options.update == "neurd":
+                importance = (1.0 / q[a].detach()).clamp(max=self.options.max_weight)
+                policy = -weight * importance * (logits[a] - logits.mean())
+            else:
+                policy = -weight * logq[a]
+            entropy = -(q * logq).sum()
+            loss = policy - self.train.entropy_coef * entropy
+            kl = torch.zeros((), device=logits.device)
+            if ref_totals is not None:
+                ref_logq = torch.log_softmax(ref_totals[k : k + n], dim=0)
+                kl = (q * (logq - ref_logq)).sum()
+                loss = loss + self.train.kl_coef * kl
+            losses.append(loss)
+            for name, value in zip(parts, (policy, kl, entropy, q[a]), strict=True):
+                parts[name].append(value.detach())
+            k += n
+        metrics = {name: torch.stack(v).mean().item() for name, v in parts.items()}
+        return Loss(torch.stack(losses).mean(), metrics)
