@@ -47,8 +47,8 @@ from selfplay.api.options import Options
 class LegalPGOptions(Options):
     update: Literal["softmax", "neurd"] = Field(
         default="softmax",
-        description="softmax: the exact policy gradient of the legal choice; neurd: NeuRD's "
-        "advantage-weighted logits (see `selfplay objectives`).",
+        description="softmax: the exact policy gradient of the legal choice; neurd: the "
+        "logits moved by the importance-weighted advantage (NeuRD, Hennes et al. 2020).",
     )
     max_weight: float = Field(
         default=20.0,
@@ -67,7 +67,8 @@ class Decision:
 
 
 class LegalPolicyGradient(Objective):
-    """The policy gradient of the legal choice's softmax over whole answers (or NeuRD's)."""
+    """Policy gradient of the choice among legal answers (generation.choice=legal), exact
+    over each move's menu, or NeuRD; KL and entropy exact over the menu too."""
 
     name = "legal-pg"
     Options = LegalPGOptions
