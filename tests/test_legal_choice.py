@@ -104,10 +104,16 @@ def test_a_bad_choice_is_refused_with_the_ones_there_are():
         build_config(overrides=["generation.choice=any"])
 
 
-def test_a_run_with_legal_choice_trains_and_forfeits_nothing(tmp_path):
+LEGAL_PG = ["--objective", "legal-pg", "--set", "train.kl_coef=0.5"]
+LEGAL_PG += ["--set", "train.reference_update=0.05"]
+
+
+@pytest.mark.parametrize("objective", [[], LEGAL_PG], ids=["pg", "legal-pg"])
+def test_a_run_with_legal_choice_trains_and_forfeits_nothing(tmp_path, objective):
     args = ["run", "--game", "kuhn-poker", "--cold-start", "0", "--iterations", "2"]
     args += ["--matches", "8", "--set", "eval.matches=4", "--set", "threads=1"]
     args += ["--set", "generation.choice=legal", "--out", str(tmp_path), "--name", "run"]
+    args += objective
     threads = torch.get_num_threads()
     try:
         assert main(args) == 0
@@ -119,6 +125,8 @@ def test_a_run_with_legal_choice_trains_and_forfeits_nothing(tmp_path):
         values = dict(zip(header, row.split(","), strict=True))
         assert float(values["invalid_rate"]) == 0.0
         assert float(values["grad_norm"]) > 0  # the chosen answers were trained on
+        if objective:  # legal-pg logs the mean probability of the chosen answers
+            assert 0 < float(values["chosen_prob"]) < 1
 
 
 def test_a_chat_request_without_a_game_is_written_freely():
