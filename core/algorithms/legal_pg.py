@@ -88,6 +88,7 @@ class LegalPolicyGradient(Objective):
     def prepare(self, data: IterationData) -> list[Decision]:
         advantages = data.advantages or [None] * len(data.samples)
         decisions = []
+        encoded: dict[str, tuple[int, ...]] = {}  # a game has a few answers: tokenise each once
         for sample, advantage in zip(data.samples, advantages, strict=True):
             if advantage is None:
                 continue
@@ -97,7 +98,10 @@ class LegalPolicyGradient(Objective):
                     f"{sample.role!r} move was written, not chosen. Run it with "
                     "--set generation.choice=legal, on a game that lists every legal move."
                 )
-            rows = [data.encode(answer) for answer in sample.menu]
+            rows = [
+                encoded[a] if a in encoded else encoded.setdefault(a, data.encode(a))
+                for a in sample.menu
+            ]
             if sample.token_ids not in rows:
                 raise ValueError(
                     f"a legal-choice sample's answer {sample.token_ids} is not one of its "
