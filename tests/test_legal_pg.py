@@ -94,11 +94,16 @@ def test_a_written_move_or_a_second_epoch_is_refused_with_the_fix():
         objective.bind(TrainSettings(update_epochs=2))
 
 
-def test_a_run_without_the_legal_choice_is_refused_before_the_model_loads(capsys):
+def test_a_run_without_the_legal_choice_is_refused_before_the_model_loads(capsys, tmp_path):
     args = ["run", "--game", "kuhn-poker", "--objective", "legal-pg", "--iterations", "1"]
+    args += ["--out", str(tmp_path / "runs")]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "legal-pg" in err and "--set generation.choice=legal" in err
+    # two epochs are refused as early: no run folder is left behind either time
+    assert main([*args, "--set", "generation.choice=legal", "--set", "train.update_epochs=2"]) == 2
+    assert "train.update_epochs=1" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_updates_on_one_information_set_raise_the_rewarded_answers_share():

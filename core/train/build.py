@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
+from selfplay.api.objective import TrainSettings
 from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
@@ -192,13 +193,6 @@ def check_players(config: RunConfig, game: Game) -> None:
     """Every scripted player the config names is one of the game's, checked before any work
     (the cold start and the first evaluation come much later); so is ``generation.choice``."""
     check_choice(config.generation.choice, game)
-    needed = build_objective(config).generation_choice
-    if needed is not None and needed != config.generation.choice:
-        raise ConfigError(
-            f"objective {config.objective!r} trains generation.choice={needed}, but the run "
-            f"has generation.choice={config.generation.choice}; add --set "
-            f"generation.choice={needed}."
-        )
     named = {
         "eval.opponents": config.eval.opponents or [],
         "pool.scripted": [
@@ -290,6 +284,34 @@ def build_objective(config: RunConfig) -> Any:
     return construct(factory, config.objective_options, owner, "objective_options")
 
 
+def train_settings(config: RunConfig) -> TrainSettings:
+    """The ``train.*`` settings an objective reads (`Objective.bind`)."""
+    train = config.train
+    return TrainSettings(
+        update_epochs=train.update_epochs,
+        clip=train.clip,
+        kl_coef=train.kl_coef,
+        entropy_coef=train.entropy_coef,
+        role_lr_scale=dict(train.role_lr_scale),
+    )
+
+
+def bound_objective(config: RunConfig) -> Any:
+    """The run's objective, told its settings and checked against the run before any work:
+    a setting it refuses (``legal-pg`` with two epochs) or a ``generation.choice`` it does
+    not train is a ConfigError before the run folder or the model exists."""
+    objective = build_objective(config)
+    objective.bind(train_settings(config))
+    needed = objective.generation_choice
+    if needed is not None and needed != config.generation.choice:
+        raise ConfigError(
+            f"objective {config.objective!r} trains generation.choice={needed}, but the run "
+            f"has generation.choice={config.generation.choice}; add --set "
+            f"generation.choice={needed}."
+        )
+    return objective
+
+
 def build_callbacks(config: RunConfig) -> list[tuple[str, Any]]:
     stray = sorted(set(config.callback_options) - set(config.callbacks))
     if stray:
@@ -346,6 +368,7 @@ def _make_reward(name: str, options: dict[str, Any]) -> Reward:
 
 __all__ = [
     "Verifiers",
+    "bound_objective",
     "build_callbacks",
     "build_estimator",
     "build_game",
@@ -357,4 +380,5 @@ __all__ = [
     "construct",
     "resolve",
     "split_spec",
+    "train_settings",
 ]

@@ -43,11 +43,11 @@ from selfplay.core.stats import episode_metrics
 from selfplay.core.trackers import Trackers, check_loggers
 from selfplay.core.train import resume
 from selfplay.core.train.build import (
+    bound_objective,
     build_callbacks,
     build_estimator,
     build_game,
     build_learner,
-    build_objective,
     build_reward,
     build_sampler,
     check_players,
@@ -107,7 +107,7 @@ class Trainer:
         self.game = build_game(config)
         self.sampler = build_sampler(config, self.game)
         self.reward = build_reward(config, self.game)
-        self.objective = build_objective(config)
+        self.objective = bound_objective(config)
         self.estimator = build_estimator(config)
         self.estimator.bind(self.game.name, self.game.roles)
         self.callbacks = build_callbacks(config)

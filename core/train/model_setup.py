@@ -16,10 +16,11 @@ from typing import Any
 import lightning as L
 import torch
 
-from selfplay.api.objective import Objective, TrainSettings
+from selfplay.api.objective import Objective
 from selfplay.core.averaging import WeightAverage
 from selfplay.core.config import RunConfig
 from selfplay.core.models.lora import apply_lora, use_adapter
+from selfplay.core.train.build import train_settings
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.hardware import gradient_clipper
 from selfplay.core.train.reference import Reference
@@ -63,15 +64,7 @@ def prepare_learner(
         learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
     train = config.train
-    objective.bind(
-        TrainSettings(
-            update_epochs=train.update_epochs,
-            clip=train.clip,
-            kl_coef=train.kl_coef,
-            entropy_coef=train.entropy_coef,
-            role_lr_scale=dict(train.role_lr_scale),
-        )
-    )
+    objective.bind(train_settings(config))
     updater = Updater(
         model=model,
         optimizer=optimizer,
