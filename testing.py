@@ -1,9 +1,8 @@
 """One call that checks a new game against the contract: ``check_game(MyGame)``.
 
-The idea is PettingZoo's ``api_test``: a plugin author's test file needs one line of substance,
-and every built-in game passes the same check. It plays many random matches (random legal
-answers with some malformed text mixed in) and asserts, with a message that names the game,
-seed and turn, that:
+As PettingZoo's ``api_test``: a plugin's test needs one line, and every built-in game passes the
+same check. It plays random matches (legal answers, some malformed text mixed in) and asserts,
+naming the game, seed and turn, that:
 
 - every match ends within ``max_turns * (allowance + 1)`` attempts, and ``outcome`` is None
   while a role is to act and a payoff for every role once none is;
@@ -17,8 +16,7 @@ seed and turn, that:
 - every answer from ``legal_actions`` and from each scripted player is accepted.
 
 ``free_text=True`` is for games whose move is the text itself (debate arguments, questions):
-the corpus entries that presume a bracketed answer span (fullwidth look-alikes, empty or
-fullwidth brackets) need only agree with ``action_of``; empty text must still be invalid.
+entries that presume a bracketed answer need only agree with ``action_of``; empty stays invalid.
 """
 
 from __future__ import annotations
@@ -324,8 +322,7 @@ def _report(game: Game, playouts: list[Playout]) -> CheckReport:
 
 # ---- malformed output -------------------------------------------------------------------------
 
-# Malformed only as a bracketed answer; valid free text.
-BRACKETED_ONLY = ("fullwidth look-alike", "empty brackets", "fullwidth brackets")
+BRACKETED_ONLY = ("fullwidth look-alike", "empty brackets", "fullwidth brackets")  # free text ok
 HOMOGLYPHS = str.maketrans("aceopxyiAEKMHOPCTX", "асеорхуіАЕКМНОРСТХ")  # Latin -> Cyrillic
 
 
@@ -341,10 +338,7 @@ def fullwidth(text: str) -> str:
 
 
 def malformed_corpus(legal: str, free_text: bool = False) -> list[CorpusEntry]:
-    """Text a model may write, built around one ``legal`` answer, with what step must do.
-
-    With ``free_text``, entries that are only wrong as a bracketed answer need only agree.
-    """
+    """Text a model may write around one ``legal`` answer, with what ``step`` must do with it."""
     plain = _junk(string.ascii_lowercase + "      ")
     entries = [
         CorpusEntry("empty", "", "invalid"),
