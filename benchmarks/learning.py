@@ -10,6 +10,7 @@ checkpoint (the "before" column) and a uniformly random legal player.
     python benchmarks/learning.py --set train.lr=1e-3   # any RunConfig key
     python benchmarks/learning.py --recipe tictactoe-mixed --threads 1   # the best so far
     python benchmarks/learning.py --recipe tictactoe-selfplay --iterations 20   # self-play only
+    python benchmarks/learning.py --recipe tictactoe-cosine --iterations 180 --threads 1
 
 Results go to a run folder (metrics.csv has every eval) and the summary is printed last.
 """
@@ -36,6 +37,17 @@ RECIPES = {
         "matches=128",
         "eval.every=10",
         "eval.matches=200",
+    ],
+    # issue 18's item 1, pure self-play for 30 minutes (RESULTS.md, "A cosine step size
+    # against the swings"): the default's settings, the step size annealed to 1e-5 by the last
+    # iteration; run it with --iterations 180 --minutes 30
+    "tictactoe-cosine": [
+        "cold_start.steps=300",
+        "matches=128",
+        "eval.every=10",
+        "eval.matches=200",
+        "train.lr_schedule=cosine",
+        "train.lr_min=1e-5",
     ],
     # the best 30-minute recipe so far (RESULTS.md, PO30): a quarter each of mirror play,
     # random, minimax and the cold-start copy, one RAE baseline per opponent
