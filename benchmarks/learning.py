@@ -29,26 +29,15 @@ from selfplay.core.evaluate import evaluate
 from selfplay.core.train.loop import train
 from selfplay.plugins.manager import registries
 
+# the default run's settings (with tic-tac-toe's own run_defaults: search targets, the
+# compact prompt), evaluated every 10 iterations on 200 matches
+TICTACTOE = ["cold_start.steps=300", "matches=128", "eval.every=10", "eval.matches=200"]
 RECIPES = {
-    # the default run's settings (with tic-tac-toe's own run_defaults: search targets, the
-    # compact prompt), evaluated every 10 iterations on 200 matches
-    "tictactoe": [
-        "cold_start.steps=300",
-        "matches=128",
-        "eval.every=10",
-        "eval.matches=200",
-    ],
+    "tictactoe": TICTACTOE,
     # issue 18's item 1, pure self-play for 30 minutes (RESULTS.md, "A cosine step size
     # against the swings"): the default's settings, the step size annealed to 1e-5 by the last
     # iteration; run it with --iterations 180 --minutes 30
-    "tictactoe-cosine": [
-        "cold_start.steps=300",
-        "matches=128",
-        "eval.every=10",
-        "eval.matches=200",
-        "train.lr_schedule=cosine",
-        "train.lr_min=1e-5",
-    ],
+    "tictactoe-cosine": [*TICTACTOE, "train.lr_schedule=cosine", "train.lr_min=1e-5"],
     # the best 30-minute recipe so far (RESULTS.md, PO30): a quarter each of mirror play,
     # random, minimax and the cold-start copy, one RAE baseline per opponent
     "tictactoe-mixed": [
