@@ -24,9 +24,9 @@ from pathlib import Path
 import torch
 
 from selfplay.api.policy import ScriptedPolicy
-from selfplay.core.config import build_config
 from selfplay.core.evaluate import evaluate
-from selfplay.core.train.loop import train
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trainer import train
 from selfplay.plugins.manager import registries
 
 # the default run's settings (with tic-tac-toe's own run_defaults: search targets, the

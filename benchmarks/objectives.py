@@ -60,8 +60,8 @@ def cold_started(seed: int, out: Path, extra: list[str]) -> Path:
         return folder
     import torch
 
-    from selfplay.core.config import build_config
-    from selfplay.core.train.build import build_game, build_learner, resolve
+    from selfplay.core.run.build import build_game, build_learner, resolve
+    from selfplay.core.run.config_loader import build_config
     from selfplay.core.train.cold_start import warm_up
 
     torch.set_num_threads(1)
@@ -122,7 +122,7 @@ def _before(folder: Path) -> float:
     """The held-out accuracy of the cold-started model: the first row's value, when logged."""
     import torch
 
-    from selfplay.core.train.checkpoint import latest
+    from selfplay.core.run.checkpoint import latest
 
     path = latest(folder)
     if path is None:

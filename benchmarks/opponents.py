@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from selfplay.core.config import build_config
-from selfplay.core.train.loop import train
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trainer import train
 
 COMMON = [
     "cold_start.players=[random]",

@@ -98,8 +98,8 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
     import csv
 
     from selfplay.api.game import Game, GameState
-    from selfplay.core.config import build_config
-    from selfplay.core.train.loop import train
+    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.run.trainer import train
     from selfplay.plugins.manager import registries
 
     class AdditionState(GameState):

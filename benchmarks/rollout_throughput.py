@@ -42,7 +42,7 @@ from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.rollout import play
-from selfplay.core.train.hardware import cpu_bf16_message, cpu_has_bf16_units
+from selfplay.core.run.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -21,10 +21,10 @@ import json
 import torch
 
 from selfplay.api.reward import RewardContext
-from selfplay.core.config import build_config
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.rollout import play
-from selfplay.core.train.build import build_game, build_learner, build_reward
+from selfplay.core.run.build import build_game, build_learner, build_reward
+from selfplay.core.run.config_loader import build_config
 
 
 def judged(args: argparse.Namespace) -> list[tuple[float | None, float]]:

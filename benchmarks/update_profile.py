@@ -3,8 +3,9 @@
 Runs ``selfplay``'s loop on the race task (one-digit addition, 32 prompts x 8 completions,
 4 new tokens, the tiny GPT-2 with the character tokenizer) and wraps the functions an
 iteration calls after its matches in wall-clock timers: the update (scoring forward, backward,
-AdamW, gradient clipping, packing the rows) and the work around it that ``update_seconds``
-also counts (writing the episodes, their records, the samples). Prints milliseconds per
+AdamW, gradient clipping, packing the rows), the work around it that ``update_seconds``
+also counts (the episodes' records, the samples) and the run's writing of the episodes
+after the iteration. Prints milliseconds per
 iteration, largest first; timers nest (``update`` holds ``score`` and ``backward``), so the
 rows do not add up. With ``--ops``, one update (the third) also runs under torch.profiler and
 its operators are printed by self time.
@@ -29,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_trl  # the race's task and model, from beside this file
 
 from selfplay.core.models import scoring
-from selfplay.core.train import loop, run_folder
+from selfplay.core.run import run_folder
+from selfplay.core.train import loop
 from selfplay.core.train import update as update_module
 
 CLOCKS: Counter[str] = Counter()

@@ -27,7 +27,7 @@ from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models.scoring import pack
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train.hardware import cpu_bf16_message, cpu_has_bf16_units
+from selfplay.core.run.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.core.train.update import Updater
 
 

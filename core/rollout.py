@@ -14,7 +14,8 @@ replays exactly from its seed, whatever else was played beside it.
 Faulty rules: a game is plug-in code, and a rule that raises must not take the other matches
 with it. Given an ``errors`` list, the engine voids such a match (it is left out of the
 result, and a `VoidMatch` naming the game, seed, turn, role and error is appended to the
-list) and plays on; without one, it raises a `PluginFault` naming the same.
+list) and plays on; without one, it raises a `PluginFault` naming the same. In training,
+`voided` counts an iteration's voided matches and stops the run when most of them were.
 
 This module must not import Lightning: it runs in evaluation and ``selfplay play`` too.
 """
@@ -255,3 +256,32 @@ def seatings_for(game: Game, learner: Policy, opponent: Policy, n: int) -> list[
         {role: (learner if role == roles[i % len(roles)] else opponent) for role in roles}
         for i in range(n)
     ]
+
+
+def voided(
+    iteration: int,
+    void: Sequence[VoidMatch],
+    played: int,
+    reduce: Callable[[Any], Any],
+    say: Callable[[str], None],
+) -> dict[str, float]:
+    """``matches/errors`` of an iteration, summed over every process by ``reduce`` (a tensor
+    sum); stops the run, a `PluginFault`, when most of its matches were voided."""
+    import torch
+    from rich.markup import escape  # the console reads [brackets] as styles
+
+    counted = reduce(torch.tensor([len(void), played], dtype=torch.float64)).tolist()
+    failed, total = int(counted[0]), int(counted[0] + counted[1])
+    first = f"first: the {void[0].sentence()}" if void else "on another process"
+    if failed * 2 > total:
+        raise PluginFault(
+            f"Iteration {iteration}: {failed} of {total} matches were voided because the "
+            f"game's own code raised ({first}); the game plug-in needs a fix."
+        )
+    if failed:
+        say(
+            f"warning: iteration {iteration}: {failed} of {total} matches voided "
+            f"({escape(first)}); episodes.jsonl keeps them as void records, metrics.csv "
+            "counts matches/errors."
+        )
+    return {"matches/errors": failed}

@@ -51,7 +51,7 @@ def episode_metrics(
 ) -> dict[str, float]:
     """The learner's match statistics for metrics.csv, summed over processes by ``reduce``.
 
-    Branch matches (core/branching.py) are counted apart: the rest describe full matches.
+    Branch matches (core/train/branching.py) are counted apart: the rest describe full matches.
     """
     branches = sum("branch" in ep.extra for ep in episodes)
     scores = [s for ep, s in zip(episodes, scores, strict=True) if "branch" not in ep.extra]

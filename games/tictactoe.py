@@ -90,8 +90,9 @@ class TicTacToe(Game):
     perfect_information = True
     lists_every_move = True
     # the recipe under which the default run gains against random and minimax alike on three
-    # seeds (benchmarks/RESULTS.md, "Search targets"): search targets (core/search_targets.py),
-    # small minibatches, and the compact prompt, whose fewer tokens pay for twice the iterations
+    # seeds (benchmarks/RESULTS.md, "Search targets"): search targets (core/train/
+    # search_targets.py), small minibatches, and the compact prompt, whose fewer tokens pay
+    # for twice the iterations
     run_defaults: ClassVar[dict[str, Any]] = {
         "train.search_weight": 2.0,
         "train.minibatch_size": 64,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from selfplay.api.errors import ConfigError
-from selfplay.core.config import build_config
-from selfplay.core.train.build import build_sampler
+from selfplay.core.run.build import build_sampler
+from selfplay.core.run.config_loader import build_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors")

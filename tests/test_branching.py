@@ -9,10 +9,11 @@ import pytest
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import ScriptedPolicy
 from selfplay.api.types import Completion, Message
-from selfplay.core.branching import BranchConfig, is_branch, play_branches, replay
-from selfplay.core.config import build_config
+from selfplay.core.config import BranchConfig
 from selfplay.core.rollout import play
-from selfplay.core.train.loop import train
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trainer import train
+from selfplay.core.train.branching import is_branch, play_branches, replay
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.tictactoe import TicTacToe
 

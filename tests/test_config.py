@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.core.config import ConfigError, RunConfig, build_config
-from selfplay.core.train.build import build_game, build_sampler
+from selfplay.api.errors import ConfigError
+from selfplay.core.config import RunConfig
+from selfplay.core.run.build import build_game, build_sampler
+from selfplay.core.run.config_loader import build_config
 
 
 def test_precedence_file_then_flags_then_set(tmp_path):
@@ -84,7 +86,7 @@ RECIPE = {
 
 
 def test_a_games_run_defaults_fill_in_only_what_the_user_left_unset(monkeypatch):
-    from selfplay.core.train.build import game_settings, resolve
+    from selfplay.core.run.build import game_settings, resolve
     from selfplay.games.tictactoe import TicTacToe
 
     monkeypatch.setattr(TicTacToe, "run_defaults", RECIPE)
@@ -113,7 +115,7 @@ def test_a_games_run_defaults_fill_in_only_what_the_user_left_unset(monkeypatch)
 
 
 def test_a_games_broken_run_defaults_name_the_game(monkeypatch):
-    from selfplay.core.train.build import resolve
+    from selfplay.core.run.build import resolve
     from selfplay.games.tictactoe import TicTacToe
 
     monkeypatch.setattr(TicTacToe, "run_defaults", {"branches.positons": 4})

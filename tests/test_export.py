@@ -15,7 +15,7 @@ import torch
 from selfplay.api.types import Message
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
-from selfplay.core.train.episode_log import read_episodes
+from selfplay.core.run.episode_log import read_episodes
 
 MESSAGES = [
     {"role": "system", "content": "You are playing tic-tac-toe."},

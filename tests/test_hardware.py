@@ -11,11 +11,12 @@ import warnings
 import pytest
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
-from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.tiny import save_tiny
-from selfplay.core.train import hardware
-from selfplay.core.train.hardware import (
+from selfplay.core.run import hardware
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.hardware import (
     build_fabric,
     cpu_has_bf16_units,
     frozen_heap,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from selfplay.core.commands.cli import main
-from selfplay.core.config import build_config
-from selfplay.core.train.loop import train
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trainer import train
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
 SMALL = {

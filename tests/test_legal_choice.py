@@ -8,13 +8,14 @@ import random
 import pytest
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Request
 from selfplay.core.commands.cli import main
-from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.policy_table import policy_table
 from selfplay.core.models.scoring import score
 from selfplay.core.models.tiny import load_tiny_policy
 from selfplay.core.rollout import play
+from selfplay.core.run.config_loader import build_config
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.math_solver import MathSolver
 

@@ -121,7 +121,7 @@ def test_a_checkpoint_that_hashed_its_time_limit_resumes_with_a_new_one(tmp_path
     import torch
 
     from selfplay.core.commands.cli import main
-    from selfplay.core.train import checkpoint
+    from selfplay.core.run import checkpoint
 
     # checkpoints written before a resume could change the limit hashed it with the settings
     real = checkpoint.config_hash
@@ -154,7 +154,7 @@ def test_ddp_two_processes_end_with_identical_weights(tmp_path):
         "run", *TINY, "--iterations", "2", "--devices", "2", "--strategy", "ddp",
         "--set", "callbacks=[test-digest]", "--out", str(tmp_path), "--name", "ddp",
         # each process plays on from its own matches' positions; the per-position table is
-        # reduced across processes (core/branching.py, core/algorithms/state_values.py)
+        # reduced across processes (core/train/branching.py, core/algorithms/state_values.py)
         "--set", "branches.positions=2", "--set", "branches.matches=3",
         "--set", "estimator_options.per_state=true",
         env={"SELFPLAY_TEST_DIGESTS": str(digests)},

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.reward import EpisodeScores
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.algorithms.lsp import LSP
-from selfplay.core.config import ConfigError
 from selfplay.core.train.samples import episode_samples
 from selfplay.plugins.manager import registries
 

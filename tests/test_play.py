@@ -12,11 +12,11 @@ import pytest
 import torch
 from rich.console import Console
 
+from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import bracketed, load_checkpoint_policy, play_in_terminal
-from selfplay.core.config import ConfigError
 from selfplay.core.models.lora import adapter_state_dict
-from selfplay.core.train.checkpoint import CheckpointError
+from selfplay.core.run.checkpoint import CheckpointError
 from selfplay.games.tictactoe import TicTacToe
 
 pexpect = pytest.importorskip("pexpect")

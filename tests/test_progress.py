@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from selfplay.core.commands.progress import EVERY_VARIABLE, PlainLines, RunDisplay
+from selfplay.core.run.progress import EVERY_VARIABLE, PlainLines, RunDisplay, Ticker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,9 @@ def test_the_cold_start_says_its_progress_when_not_on_a_terminal(monkeypatch):
     monkeypatch.setenv(EVERY_VARIABLE, "0")
     said: list[str] = []
     config = RunConfig(cold_start={"steps": 2, "batch_size": 4})
-    warm_up(load_tiny_policy(), TicTacToe(), config, said.append, Console(file=io.StringIO()))
+    console = Console(file=io.StringIO())
+    ticker = lambda label, n: Ticker(label, n, said.append, console)  # noqa: E731  (as a run's)
+    warm_up(load_tiny_policy(), TicTacToe(), config, said.append, ticker)
     progress = [line for line in said if line.startswith("cold start: 1/2")]
     assert progress and "loss" in progress[0], said
     assert any(line.startswith("cold start: 2/2") for line in said)
@@ -148,8 +150,8 @@ def test_the_cold_start_says_its_progress_when_not_on_a_terminal(monkeypatch):
 
 def test_an_evaluation_tells_its_matches_as_they_end_and_a_log_shows_them(monkeypatch):
     from selfplay.api.policy import ScriptedPolicy
-    from selfplay.core.commands.progress import Phase
     from selfplay.core.evaluate import evaluate
+    from selfplay.core.run.progress import Phase
     from selfplay.games.tictactoe import TicTacToe
 
     heard: list[tuple[int, int]] = []
@@ -170,7 +172,7 @@ def test_an_evaluation_tells_its_matches_as_they_end_and_a_log_shows_them(monkey
 
 
 def test_a_step_inside_a_run_shows_as_a_second_bar_and_leaves_none_behind():
-    from selfplay.core.commands.progress import Phase
+    from selfplay.core.run.progress import Phase
 
     out = io.StringIO()
     shown = display(out)

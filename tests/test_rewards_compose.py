@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.reward import EpisodeScores, Reward, RewardError
 from selfplay.api.types import Episode, Message, Turn
-from selfplay.core.config import ConfigError, build_config
-from selfplay.core.train.build import build_reward
+from selfplay.core.run.build import build_reward
+from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.samples import episode_samples
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.registry import UnknownName

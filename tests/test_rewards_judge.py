@@ -6,13 +6,14 @@ import csv
 
 import pytest
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.policy import MockPolicy
 from selfplay.api.reward import RewardContext, RewardError
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
-from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.train.build import build_learner
+from selfplay.core.run.build import build_learner
+from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.reference import Reference
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.compose import Component, RewardPipeline, Term

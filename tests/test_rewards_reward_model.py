@@ -6,8 +6,8 @@ import pytest
 
 from selfplay.api.reward import RewardContext, RewardError
 from selfplay.api.types import Episode, Message, Turn
-from selfplay.core.config import build_config
-from selfplay.core.train.build import build_reward
+from selfplay.core.run.build import build_reward
+from selfplay.core.run.config_loader import build_config
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.reward_model import RewardModel
 
@@ -200,7 +200,7 @@ def test_a_hub_id_is_read_from_the_hugging_face_cache_when_the_run_binds_it(
     from huggingface_hub import constants
 
     from selfplay.api.errors import ConfigError
-    from selfplay.core.models.hub import hub_folder
+    from selfplay.core.models.loading import hub_folder
 
     commit = "89abcdef0123456789abcdef0123456789abcdef"
     repo = tmp_path / "hub" / "models--test-org--tiny-rm"

@@ -12,11 +12,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.objective import TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.commands.cli import main
-from selfplay.core.config import ConfigError, TrainConfig, build_config
-from selfplay.core.schedules import apply_schedules, kl_at, lr_at
+from selfplay.core.config import TrainConfig
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.train.schedules import apply_schedules, kl_at, lr_at
 
 
 def test_warm_up_then_cosine_from_lr_to_its_floor_by_the_last_iteration():

@@ -14,14 +14,14 @@ from selfplay.api.objective import Scored
 from selfplay.api.policy import ScriptedPolicy, searched_moves
 from selfplay.api.types import Completion
 from selfplay.core.algorithms.pg import PolicyGradient
-from selfplay.core.branching import replay
-from selfplay.core.config import build_config
 from selfplay.core.models.scoring import score
 from selfplay.core.rollout import play
-from selfplay.core.search_targets import SearchTargets
-from selfplay.core.train.build import build_learner
-from selfplay.core.train.loop import train
+from selfplay.core.run.build import build_learner
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trainer import train
+from selfplay.core.train.branching import replay
 from selfplay.core.train.samples import episode_samples
+from selfplay.core.train.search_targets import SearchTargets
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.tictactoe import TicTacToe, TicTacToeState
 

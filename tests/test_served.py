@@ -23,8 +23,6 @@ from selfplay.api.reward import RewardContext
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.commands.serve import Server, build_service
-from selfplay.core.config import build_config
-from selfplay.core.models.chat_server import ChatService, create_app
 from selfplay.core.models.lora import adapter_state_dict, apply_lora
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.models.served import (
@@ -34,9 +32,11 @@ from selfplay.core.models.served import (
     unload_adapter,
 )
 from selfplay.core.rollout import play
-from selfplay.core.train import checkpoint
-from selfplay.core.train.build import build_learner, build_sampler, check_players
-from selfplay.core.train.run_folder import config_text
+from selfplay.core.run import checkpoint
+from selfplay.core.run.build import build_learner, build_sampler, check_players
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.run_folder import config_text
+from selfplay.core.serving.server import ChatService, create_app
 from selfplay.core.train.seating import Seats
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.opponents.pool import Pool

@@ -12,8 +12,9 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
-from selfplay.core.config import RunConfig, build_config
-from selfplay.core.trackers import check_loggers
+from selfplay.core.config import RunConfig
+from selfplay.core.run.config_loader import build_config
+from selfplay.core.run.trackers import check_loggers
 
 
 def train(out: Path, name: str, *extra: str) -> int:

@@ -8,14 +8,15 @@ import random
 import pytest
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.dpo import DPO
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.algorithms.sft import SFT
-from selfplay.core.config import ConfigError, build_config
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
+from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.update import Updater
 

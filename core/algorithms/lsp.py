@@ -33,9 +33,9 @@ from typing import Any
 import torch
 from pydantic import Field
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Estimator, Reduce, Sample, local
 from selfplay.api.options import Options
-from selfplay.core.config import ConfigError
 
 INVALID = "invalid"  # the part name of an invalid attempt's penalty (core/train/samples.py)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from selfplay.core.config import ConfigError
-from selfplay.core.train.build import build_game, build_sampler
-from selfplay.core.train.checkpoint import CheckpointError
+from selfplay.api.errors import ConfigError
+from selfplay.core.run.build import build_game, build_sampler
+from selfplay.core.run.checkpoint import CheckpointError
 
 
 def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, Any]:

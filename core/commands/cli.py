@@ -52,9 +52,9 @@ RUN_FLAGS = (
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from selfplay.core.config import build_config
-    from selfplay.core.train.loop import train
-    from selfplay.core.train.run_folder import resume_config
+    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.run.run_folder import resume_config
+    from selfplay.core.run.trainer import train
 
     flags = {key: getattr(args, key) for key in RUN_FLAGS}
     flags.update(_shorthand(args))
@@ -317,9 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from selfplay.api.errors import PluginFault
-    from selfplay.core.config import ConfigError
-    from selfplay.core.train.checkpoint import StorageError
+    from selfplay.api.errors import ConfigError, PluginFault
+    from selfplay.core.run.checkpoint import StorageError
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 

@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.types import Completion, Payoffs, Role
-from selfplay.core.config import ConfigError, RunConfig
+from selfplay.core.config import RunConfig
 from selfplay.core.rollout import match_rng
-from selfplay.core.train import checkpoint
-from selfplay.core.train.build import build_game, build_learner, split_spec
-from selfplay.core.train.run_folder import read_config
+from selfplay.core.run import checkpoint
+from selfplay.core.run.build import build_game, build_learner, split_spec
+from selfplay.core.run.run_folder import read_config
 from selfplay.plugins.manager import registries
 
 PROMPT = "your move> "

@@ -3,7 +3,7 @@
     selfplay report runs/NAME                  -> runs/NAME/report.html
     selfplay report runs/A runs/B --out ab.html
 
-The page holds the runs' settings, every figure of `selfplay.core.commands.plots` as an
+The page holds the runs' settings, every figure of `selfplay.core.run.plots` as an
 embedded PNG (curves of several runs overlay), and a few transcripts of the first and the
 last iteration of each run. Nothing is fetched when it is opened: no script, no font, no
 stylesheet from elsewhere; it can be mailed or archived as one file. Text a model wrote is
@@ -50,7 +50,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(folders: list[Path], out: Path) -> Path:
-    from selfplay.core.commands.plots import figures, read_run
+    from selfplay.core.run.plots import figures, read_run
 
     labels = _labels(folders)
     runs = [read_run(folder, label) for folder, label in zip(folders, labels, strict=True)]
@@ -96,7 +96,7 @@ def _labels(folders: list[Path]) -> list[str]:
 
 
 def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
-    from selfplay.core.train.run_folder import read_config_data
+    from selfplay.core.run.run_folder import read_config_data
 
     rows = ["<table><tr><th>run</th>", *(f"<th>{k}</th>" for k in SETTINGS)]
     rows.append("<th>iterations</th><th>last mean reward</th></tr>")
@@ -142,8 +142,8 @@ def _number(text: str) -> str:
 
 
 def _transcripts(folder: Path) -> list[str]:
-    from selfplay.core.train.episode_log import episode_iteration, iter_numbered
-    from selfplay.core.train.run_folder import read_config_data
+    from selfplay.core.run.episode_log import episode_iteration, iter_numbered
+    from selfplay.core.run.run_folder import read_config_data
 
     log = Path(folder) / "episodes.jsonl"
     if not log.is_file():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from selfplay import __version__
-from selfplay.core.config import ConfigError
+from selfplay.api.errors import ConfigError
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable

@@ -4,7 +4,7 @@
 
 Other tools can then play, judge or face the trained model (`openai:URL#NAME` in another
 run). A LoRA run serves its base with the trained adapters, and takes more adapters at run
-time through vLLM's dynamic-LoRA endpoints (core/models/chat_server.py). Needs the ``serve``
+time through vLLM's dynamic-LoRA endpoints (core/serving/server.py). Needs the ``serve``
 extra: ``pip install 'selfplay-rl[serve]'``.
 """
 
@@ -52,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_service(source: Path, name: str | None = None, max_batch: int = 32) -> tuple[Any, str]:
     """The chat service over the newest checkpoint of ``source``, and what it serves."""
     from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
-    from selfplay.core.models.chat_server import ChatService
+    from selfplay.core.serving.server import ChatService
     from selfplay.plugins.manager import registries
 
     _require_web_stack()
@@ -72,7 +72,7 @@ def build_service(source: Path, name: str | None = None, max_batch: int = 32) ->
 
 
 def create_app(service: Any) -> Any:
-    from selfplay.core.models.chat_server import create_app as app
+    from selfplay.core.serving.server import create_app as app
 
     return app(service)
 

@@ -109,8 +109,8 @@ def parse_iterations(text: str | None) -> tuple[int, int] | None:
 
 
 def load(source: Path) -> list[Entry]:
-    from selfplay.core.train.episode_log import episode_iteration, episodes_file, iter_numbered
-    from selfplay.core.train.run_folder import read_config
+    from selfplay.core.run.episode_log import episode_iteration, episodes_file, iter_numbered
+    from selfplay.core.run.run_folder import read_config
 
     log = episodes_file(source)
     matches = read_config(log.parent).matches

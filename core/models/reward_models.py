@@ -21,9 +21,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy
 from selfplay.api.types import Message
-from selfplay.core.config import ConfigError, RunConfig
+from selfplay.core.config import RunConfig
 
 
 class RewardModels:

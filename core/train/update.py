@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from selfplay.api.objective import Loss, Objective, Scored
-from selfplay.core.averaging import WeightAverage
 from selfplay.core.models.scoring import score
+from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.reference import Reference
 
 

@@ -101,17 +101,17 @@ KILL_POINTS = [
     "core/algorithms/rae.py:RAE.__call__#1",
     "core/train/update.py:Updater.update#1",
     "core/train/update.py:Updater._step#2",
-    "core/train/episode_log.py:write_episodes#1",
+    "core/run/episode_log.py:write_episodes#1",
     "core/train/league.py:League.after_iteration#1",
-    "core/train/run_folder.py:RunFolder._append_metrics#1",
-    "core/train/run_folder.py:TensorBoard.log#1",
-    "core/train/resume.py:save#1",
+    "core/run/run_folder.py:RunFolder._append_metrics#1",
+    "core/run/run_folder.py:TensorBoard.log#1",
+    "core/run/resume.py:save#1",
     "torch/serialization.py:_save#1",
-    "core/train/checkpoint.py:_manifest#1",
-    "core/train/checkpoint.py:_sha256#2",
+    "core/run/checkpoint.py:_manifest#1",
+    "core/run/checkpoint.py:_sha256#2",
     "posix:replace#2",  # the finished folder renamed into place
     "posix:replace#3",  # the pointer replaced
-    "core/train/checkpoint.py:_prune#1",
+    "core/run/checkpoint.py:_prune#1",
     "core/train/league.py:League.write_reports#1",
 ]
 

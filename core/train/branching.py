@@ -23,33 +23,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from selfplay.api.errors import PluginFault, describe
 from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy
 from selfplay.api.types import Episode
+from selfplay.core.config import BranchConfig
 from selfplay.core.rollout import VoidMatch, play
 
-__all__ = ["BranchConfig", "is_branch", "play_branches", "replay"]
-
-
-class BranchConfig(BaseModel):
-    """Matches played on from the learner's positions, for a per-position baseline."""
-
-    model_config = ConfigDict(extra="forbid")
-    positions: int = Field(
-        default=0,
-        ge=0,
-        description="Learner positions per iteration from which the match is played on again "
-        "(0: off). Pair with a per-position baseline: estimator_options.per_state=true (rae).",
-    )
-    matches: int = Field(
-        default=8,
-        ge=2,
-        description="Matches played to the end from each such position (at least 2, so the "
-        "moves made there can be compared).",
-    )
+__all__ = ["is_branch", "play_branches", "replay"]
 
 
 def is_branch(episode: Episode) -> bool:

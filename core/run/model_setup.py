@@ -17,12 +17,13 @@ import lightning as L
 import torch
 
 from selfplay.api.objective import Objective
-from selfplay.core.averaging import WeightAverage
 from selfplay.core.config import RunConfig
 from selfplay.core.models.lora import apply_lora, use_adapter
-from selfplay.core.train.build import train_settings
+from selfplay.core.run.build import train_settings
+from selfplay.core.run.hardware import gradient_clipper
+from selfplay.core.run.progress import Ticker
+from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
-from selfplay.core.train.hardware import gradient_clipper
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.update import Updater
 
@@ -51,7 +52,7 @@ def prepare_learner(
         learner.model = apply_lora(learner.model, config.lora, game.roles)
     learner.model = learner.model.to(fabric.device)  # the cold start trains there too
     if not resuming:
-        warm_up(learner, game, config, say, console)
+        warm_up(learner, game, config, say, lambda label, n: Ticker(label, n, say, console))
     params = [p for p in learner.model.parameters() if p.requires_grad]
     # foreach: each arithmetic step of AdamW is one call over every tensor (PyTorch's default
     # on GPUs only); on the CPU the same arithmetic, bitwise, in about 0.6x the time

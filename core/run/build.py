@@ -20,9 +20,9 @@ from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
-from selfplay.core.config import explain as config_explain
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
+from selfplay.core.run.config_loader import explain as config_explain
 from selfplay.plugins.manager import registries
 from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.config import LOGGERS
 
-LOGGERS = ("csv", "tensorboard", "wandb", "mlflow")
 PACKAGES = {"wandb": "wandb", "mlflow": "mlflow"}
 OPTIONS = {
     "wandb": {

@@ -21,15 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import torch
 
 KEEP = 2  # the newest checkpoint and the one before it
 
@@ -81,31 +77,6 @@ def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> s
         if k not in ignored and not (k in LATER_KEYS and v == LATER_KEYS[k])
     }
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def rng_state(run_rng: random.Random, generator: torch.Generator) -> dict[str, Any]:
-    return {
-        "run": run_rng.getstate(),
-        "python": random.getstate(),
-        "numpy": _numpy_state(),
-        "torch": torch.get_rng_state(),
-        "update": generator.get_state(),
-    }
-
-
-def restore_rng(state: dict[str, Any], run_rng: random.Random, generator: torch.Generator) -> None:
-    run_rng.setstate(state["run"])
-    random.setstate(state["python"])
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    generator.set_state(state["update"])
-
-
-def _numpy_state() -> tuple[Any, ...]:
-    # plain Python values: checkpoints load with torch.load(weights_only=True)
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return name, keys.tolist(), int(pos), int(has_gauss), float(cached)
 
 
 def save(

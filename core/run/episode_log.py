@@ -6,7 +6,7 @@ Why JSON lines: a run appends episodes as it plays, a person reads them with ``h
 voided because the game's rules raised is a line ``{"void": true, "game", "seed", "turn",
 "role", "call", "error"}`` (`selfplay.core.rollout.VoidMatch`); readers of episodes skip it.
 
-Once scored, a match is written with its ``record`` (`with_record`): the iteration, each
+Once scored, a match is written with its ``record`` (core/train/samples.py): the iteration, each
 turn's share of every weighted reward term and what the rewards read (a judge's raw
 answers), so `selfplay show` and `selfplay export --format prm` need nothing but this file.
 Lines written before records existed have none; readers then count iterations by line.
@@ -14,14 +14,10 @@ Lines written before records existed have none; readers then count iterations by
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.reward import EpisodeScores
 from selfplay.api.types import Episode
 from selfplay.core.rollout import VoidMatch
 
@@ -78,63 +74,7 @@ def read_episodes(path: str | Path) -> list[Episode]:
     return list(iter_episodes(path))
 
 
-def with_record(
-    episode: Episode,
-    scored: EpisodeScores | None,
-    notes: dict[str, list[dict[str, Any]]] | None,
-    iteration: int,
-) -> Episode:
-    """``episode`` with its ``record``: iteration, reward parts per turn and per role, notes."""
-    record: dict[str, Any] = {"iteration": iteration}
-    if scored is not None:
-        turns = []
-        for i, turn in enumerate(episode.turns):
-            parts = {}
-            for label, part in scored.parts.items():
-                value = _plus(part.roles.get(turn.role), part.turns[i])
-                if value is not None:
-                    parts[label] = value
-            turns.append(parts)
-        roles = {role: _json_number(v) for role, v in scored.totals(episode).items()}
-        record["rewards"] = {"roles": roles, "turns": turns}
-    if notes:
-        record["notes"] = notes
-    return dataclasses.replace(episode, record=record)
-
-
-def recorded(
-    played: list[Episode],
-    scored: list[Episode],
-    scores: list[EpisodeScores],
-    notes: list[dict[str, list[dict[str, Any]]]],
-    iteration: int,
-) -> list[Episode]:
-    """The matches ``played`` with their records; ``scored`` (what the callbacks kept, in
-    the order of ``scores`` and ``notes``) gives their scores, a dropped match has none."""
-    where = {id(ep): k for k, ep in enumerate(scored)}
-    out = []
-    for episode in played:
-        k = where.get(id(episode))
-        score = None if k is None else scores[k]
-        note = None if k is None or k >= len(notes) else notes[k]
-        out.append(with_record(episode, score, note, iteration))
-    return out
-
-
 def episode_iteration(episode: Episode, line: int, matches: int) -> int:
     """The iteration that played ``episode``, the ``line``-th (from 0) of the log."""
     recorded = episode.record.get("iteration")
     return int(recorded) if recorded is not None else line // max(matches, 1) + 1
-
-
-def _plus(a: float | None, b: float | None) -> float | None:
-    if a is None and b is None:
-        return None
-    return _json_number((a or 0.0) + (b or 0.0))
-
-
-def _json_number(value: float | None) -> float | str | None:
-    """JSON has no NaN or infinity: those are written as text ("nan", "inf")."""
-    if value is None or math.isfinite(value):
-        return value
-    return str(value)

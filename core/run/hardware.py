@@ -29,7 +29,8 @@ from typing import Any
 import lightning as L
 import torch
 
-from selfplay.core.config import ConfigError, RunConfig
+from selfplay.api.errors import ConfigError
+from selfplay.core.config import RunConfig
 
 
 @contextmanager

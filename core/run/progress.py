@@ -220,7 +220,7 @@ class RunDisplay:
             f"-> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.train.build import game_settings
+        from selfplay.core.run.build import game_settings
 
         if isinstance(c, RunConfig) and (settings := game_settings(c)):
             shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())

@@ -3,9 +3,9 @@
 config.yaml       the resolved configuration (what `--resume` continues)
 metrics.csv       one row per iteration
 episodes.jsonl    every match, one JSON line each
-checkpoints/      resumable state (see core/train/checkpoint.py)
+checkpoints/      resumable state (see core/run/checkpoint.py)
 tensorboard/      the same metrics for TensorBoard
-trackers.json     W&B / MLflow run ids, with ``--logger wandb`` or ``mlflow`` (core/trackers.py)
+trackers.json     W&B / MLflow run ids, with ``--logger wandb`` or ``mlflow`` (core/run/trackers.py)
 
 A write that fails (a full disk, a read-only folder) raises a StorageError naming the file
 and the space left; what was written up to the last checkpoint stays readable and resumable.
@@ -24,10 +24,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
-from selfplay.core.config import ConfigError, RunConfig, apply_override, explain
-from selfplay.core.train.checkpoint import CONFIG, StorageError, free_space, scan
-from selfplay.core.train.episode_log import write_episodes
+from selfplay.core.config import RunConfig
+from selfplay.core.run.checkpoint import CONFIG, StorageError, free_space, scan
+from selfplay.core.run.config_loader import apply_override, explain
+from selfplay.core.run.episode_log import write_episodes
 
 
 @dataclass

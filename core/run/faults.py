@@ -1,0 +1,54 @@
+"""What a run does when something goes wrong that must not cost it its work.
+
+A run stopped by a faulty plug-in or a failed write closes its trackers and says what its
+folder keeps and how to go on. (Within an iteration: a match whose game rules raised is
+voided and counted, `selfplay.core.rollout.voided`; a sample whose return or advantage is not
+a finite number is dropped and counted, `selfplay.core.train.samples.nonfinite`.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from selfplay.api.errors import PluginFault
+from selfplay.core.run import checkpoint
+
+
+@contextlib.contextmanager
+def stopping(trackers: Any, kept_in: Callable[[], Path | None]) -> Iterator[None]:
+    """Around a run: on a plug-in fault or a failed write, close the ``trackers`` and add to
+    the message what the run folder ``kept_in()`` keeps (None until the loop began)."""
+    try:
+        yield
+    except (PluginFault, checkpoint.StorageError) as err:
+        _close(trackers)
+        where = kept_in()
+        if where is None:
+            raise
+        raise type(err)(f"{err} {kept(Path(where))}") from None
+    except BaseException:
+        _close(trackers)
+        raise
+
+
+def _close(logger: Any) -> None:
+    if logger is not None:
+        with contextlib.suppress(Exception):  # the disk may still be full; the CSV counts
+            logger.finalize("failed")
+
+
+def kept(folder: Path) -> str:
+    """What a stopped run's folder keeps, and how to go on."""
+    newest = checkpoint.latest(folder)
+    if newest is None:
+        return (
+            f"No checkpoint was written yet: once fixed, `selfplay run --resume {folder}` "
+            "starts the run over."
+        )
+    return (
+        f"{folder} keeps everything up to its last checkpoint, {newest.name}: once fixed, "
+        f"continue with `selfplay run --resume {folder}`."
+    )

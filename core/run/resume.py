@@ -1,0 +1,121 @@
+"""What a checkpoint holds, and how a run is put back exactly as it was.
+
+Besides the model (or its LoRA adapters) and the optimiser, a checkpoint carries the state of
+everything that shapes what comes next: the estimator's baselines, the sampler, the league
+(pool, ratings, exploitability history), the rewards, the objective, every callback, the
+reference policy, the RNG states and the loop's counters. Entries added since the first
+release are optional on load, so older run folders still resume.
+
+A resume never loses work: it continues from the newest checkpoint that is complete and
+loads, says which damaged ones it passed over (they are set aside, not deleted), and starts
+over only when the run certainly never wrote a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.markup import escape
+
+from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
+from selfplay.core.run import checkpoint
+from selfplay.core.run.run_folder import RunFolder, config_text
+from selfplay.core.train.state import RunState
+
+Say = Callable[[str], None]
+
+
+def save(
+    state: RunState, fabric: Any, where: Path, folder: RunFolder | None, iteration: int
+) -> None:
+    """Checkpoint the run after ``iteration`` into the run folder ``where`` (every process
+    calls this; ``folder`` is the run folder on process 0, None on the others)."""
+    state.progress.iteration = iteration
+    if folder:
+        state.progress.episodes_bytes = folder.episodes_size()
+    saved = state.state_dict()
+    saved["config_hash"] = checkpoint.config_hash(state.config.model_dump(mode="json"))
+    if state.config.lora.enabled:
+        saved["adapters"] = adapter_state_dict(state.model.module)
+    else:
+        saved["model"] = state.model
+    saved.update(state.reference.state_dict())
+    files = {checkpoint.CONFIG: config_text(state.config)}
+    checkpoint.save(fabric, where, iteration, saved, files)
+    state.league.after_checkpoint()
+    if folder:
+        state.league.write_reports()
+
+
+def checkpoints(resumed: Path, say: Say) -> checkpoint.Found:
+    """The checkpoints of the run folder being resumed; raises when some were written but
+    none is complete (then nothing is changed: the user decides)."""
+    folder = Path(resumed)
+    found = checkpoint.scan(folder)
+    for path, why in found.damaged:
+        say(escape(f"warning: the checkpoint {path} is damaged ({why}); passing over it."))
+    if found.complete or found.never:
+        return found
+    raise checkpoint.CheckpointError(
+        f"{folder} holds checkpoints but none is complete ({found.report() or 'none found'}); "
+        "nothing was changed. Restore a checkpoint folder from a backup, or start a new run."
+    )
+
+
+def restore_newest(
+    state: RunState, fabric: Any, found: checkpoint.Found, folder: RunFolder | None, say: Say
+) -> Path:
+    """Restore the newest complete checkpoint that loads, falling back to older ones."""
+    for path in found.complete:
+        try:
+            restore(state, fabric, path, folder)
+        except checkpoint.UnreadableCheckpoint as err:
+            say(f"warning: {escape(str(err))} Trying the one before.")
+            found.damaged.append((path, "it does not load"))
+            continue
+        if found.damaged:
+            say(f"Resuming from {path.name}, the newest complete checkpoint.")
+        if fabric.global_rank == 0:
+            for moved in checkpoint.set_aside(found):
+                say(f"The damaged checkpoint is kept as {moved}; delete it at will.")
+        return path
+    raise checkpoint.CheckpointError(
+        f"No checkpoint of {state.config.resume} loads ({found.report()}); nothing was "
+        "changed. Restore a checkpoint folder from a backup, or start a new run."
+    )
+
+
+def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -> None:
+    """Load the checkpoint at ``path`` into the run's ``state``, in place."""
+    config = state.config
+    loaded: dict[str, Any] = {"optimizer": state.optimizer}
+    if not config.lora.enabled:
+        loaded["model"] = state.model
+    rest = checkpoint.load(fabric, path, loaded)
+    saved_hash = rest["config_hash"]
+    settings = config.model_dump(mode="json")
+    current = checkpoint.config_hash(settings)
+    # a checkpoint written before minutes left the hash hashed its own limit
+    legacy = {**settings, "minutes": _saved_minutes(path, settings["minutes"])}
+    if saved_hash not in (current, checkpoint.config_hash(legacy, with_minutes=True)):
+        raise checkpoint.CheckpointError(
+            f"The checkpoint {path} was written with a different config ({saved_hash} vs "
+            f"{current}); resume with the run folder's own config.yaml."
+        )
+    if config.lora.enabled:
+        load_adapter_state_dict(state.model.module, rest["adapters"])
+    state.load_state_dict(rest)
+    if folder:
+        folder.truncate(state.progress.iteration, state.progress.episodes_bytes)
+
+
+def _saved_minutes(path: Any, default: Any) -> Any:
+    """The time limit in the checkpoint's copy of config.yaml (``default`` if unreadable)."""
+    try:
+        saved = yaml.safe_load((Path(path) / checkpoint.CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return default
+    return saved.get("minutes", default) if isinstance(saved, dict) else default

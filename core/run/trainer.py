@@ -1,0 +1,339 @@
+"""A training run, on Lightning Fabric: everything around the iteration.
+
+    build the parts by name (core/run/build.py) -> the run folder
+    -> set the learner up: adapters, device, cold start, optimiser, reference (model_setup.py)
+    -> resume from the newest checkpoint (resume.py), or start the league
+    -> evaluate -> each iteration (core/train/loop.py): log its matches and metrics,
+       evaluate every ``eval.every``, tell the callbacks, checkpoint
+    -> evaluate -> the closing table, plots and trackers
+
+Fabric owns devices, precision, the DDP / DeepSpeed strategies, checkpoint I/O and loggers;
+the loop itself is ours. Process 0 alone writes the run folder. Plug-ins see the run through
+a `RunView`, never through the trainer.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from rich.markup import escape
+
+from selfplay.api.callback import Callback
+from selfplay.api.errors import ConfigError
+from selfplay.api.estimator import Estimator
+from selfplay.api.game import Game
+from selfplay.api.objective import Objective
+from selfplay.api.policy import Policy
+from selfplay.api.reward import RewardContext
+from selfplay.api.run_view import RunView
+from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.core.config import RunConfig
+from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.models.best_of import searched_task_metrics
+from selfplay.core.models.loading import hub_folder
+from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.run import faults, resume
+from selfplay.core.run.build import (
+    bound_objective,
+    build_callbacks,
+    build_estimator,
+    build_game,
+    build_learner,
+    build_reward,
+    build_sampler,
+    check_players,
+    resolve,
+)
+from selfplay.core.run.hardware import build_fabric, frozen_heap
+from selfplay.core.run.model_setup import prepare_learner
+from selfplay.core.run.plots import plots_at_the_end
+from selfplay.core.run.progress import Phase, RunDisplay
+from selfplay.core.run.run_folder import RunFolder, open_run_folder
+from selfplay.core.run.trackers import Trackers, check_loggers
+from selfplay.core.train.league import League
+from selfplay.core.train.loop import Iteration
+from selfplay.core.train.samples import untrained_message
+from selfplay.core.train.search_targets import SearchTargets
+from selfplay.core.train.seating import Seats
+from selfplay.core.train.snapshots import SnapshotStore
+from selfplay.core.train.state import Processes, RunState
+
+
+@dataclass
+class TrainResult:
+    folder: RunFolder | None
+    rows: list[dict[str, Any]]
+    before: dict[str, EvalResult]
+    after: dict[str, EvalResult]
+
+
+@dataclass
+class Parts:
+    """The run's plug-ins and learner, built by name and checked before any work."""
+
+    game: Game
+    sampler: OpponentSampler
+    reward: Any  # the reward pipeline (rewards/compose.py)
+    objective: Objective
+    estimator: Estimator
+    callbacks: list[tuple[str, Callback]]
+    learner: Policy
+    search: SearchTargets
+
+    @classmethod
+    def build(cls, config: RunConfig) -> Parts:
+        game = build_game(config)
+        sampler = build_sampler(config, game)
+        reward = build_reward(config, game)
+        objective = bound_objective(config)
+        estimator = build_estimator(config)
+        estimator.bind(game.name, game.roles)
+        callbacks = build_callbacks(config)
+        check_players(config, game)
+        learner = build_learner(config)
+        learner.name = LEARNER
+        search = SearchTargets(game, config.train.search_weight, learner)
+        return cls(game, sampler, reward, objective, estimator, callbacks, learner, search)
+
+
+def train(config: RunConfig, console: Any = None) -> TrainResult:
+    fabric = build_fabric(config)
+    fabric.launch()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    return Trainer(fabric, config, console).run()
+
+
+class Trainer:
+    def __init__(self, fabric: L.Fabric, config: RunConfig, console: Any = None) -> None:
+        config = resolve(config)
+        self.fabric, self.config, self.console = fabric, config, console
+        self.processes = Processes(fabric)
+        self.main = self.processes.main
+        torch.manual_seed(config.seed)
+        self.parts = Parts.build(config)
+        check_loggers(config.loggers, config.logger_options)  # before the run folder is made
+        self.folder = open_run_folder(config, self.main)
+        self.display: Any = None  # the run's bar, while it shows
+        self.trackers = Trackers(self.folder, config) if self.folder else None
+        self.state: RunState | None = None  # once the learner is set up
+        self.shared: Path | None = None  # the run folder, as every process knows it
+        self.looping = False  # whether the iterations began: a stop then keeps a checkpoint
+
+    # ---- set-up ----------------------------------------------------------------------------
+
+    def _set_up(self, resuming: bool) -> RunState:
+        config, parts, fabric = self.config, self.parts, self.fabric
+        wanted = (
+            config.train.kl_coef > 0
+            or config.train.kl_coef_step > 0
+            or parts.objective.wants_reference()
+            or "reference" in parts.reward.models
+        )
+        console = self.console if self.main else None
+        ready = prepare_learner(
+            fabric,
+            config,
+            parts.learner,
+            parts.game,
+            parts.objective,
+            wanted,
+            resuming,
+            self._say,
+            console,
+        )
+        models = RewardModels(config, parts.learner, ready.reference)
+        shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
+        device = str(fabric.device)
+        context = RewardContext(parts.game, models, device, models.measure, shown, hub_folder)
+        parts.reward.bind(context)
+        for line in parts.reward.notices():
+            self._say(f"[yellow]note:[/yellow] {escape(line)}")
+        path = self.folder.path if self.folder else config.resume or config.out
+        self.shared = shared = Path(self.processes.broadcast(path))
+        store = SnapshotStore(shared / "pool", parts.learner, config.lora.enabled, self.main)
+        seats = Seats(parts.learner, parts.game, snapshots=store)
+        view = RunView(
+            config=config,
+            game=parts.game,
+            learner=parts.learner,
+            sampler=parts.sampler,
+            folder=self.folder.path if self.folder else None,
+            resumed=resuming,
+            is_main=self.main,
+            rank=self.processes.rank,
+            world_size=self.processes.world_size,
+            policy=seats.policy,
+            barrier=fabric.barrier,
+            say=self._say,
+            reset_optimizer=self._reset_optimizer,
+        )
+        return RunState(
+            config=config,
+            game=parts.game,
+            learner=parts.learner,
+            sampler=parts.sampler,
+            reward=parts.reward,
+            objective=parts.objective,
+            estimator=parts.estimator,
+            callbacks=parts.callbacks,
+            search=parts.search,
+            rng=random.Random(config.seed),
+            generator=torch.Generator().manual_seed(config.seed),
+            model=ready.model,
+            optimizer=ready.optimizer,
+            reference=ready.reference,
+            updater=ready.updater,
+            seats=seats,
+            league=League(view, seats, store),
+            view=view,
+        )
+
+    # ---- the run ---------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        """Train; a faulty plug-in or a failed write stops the run, saying what it keeps."""
+        with faults.stopping(self.trackers, lambda: self.shared if self.looping else None):
+            return self._train()
+
+    def _train(self) -> TrainResult:
+        config = self.config
+        found = resume.checkpoints(config.resume, self._say) if config.resume else None
+        resuming = bool(found and found.complete)
+        self.state = state = self._set_up(resuming=resuming)
+        assert self.shared is not None
+        if resuming:
+            resume.restore_newest(state, self.fabric, found, self.folder, self._say)
+        elif config.resume and self.folder:
+            self.folder.truncate(0, 0)  # it certainly never wrote a checkpoint: start over
+        self.looping = True
+        start = state.progress.iteration
+        if not resuming:
+            state.league.start()
+        self.started = time.perf_counter()
+        if config.resume and start >= config.iterations:
+            raise ConfigError(
+                f"{config.resume} has already trained {start} iterations; "
+                f"--iterations {config.iterations} leaves nothing to train. "
+                "--iterations is the total: pass a larger one."
+            )
+        iterate = Iteration(state, self.processes, self._phase, self._say)
+        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
+        with display, frozen_heap():  # the collector skips what setup built (hardware.py)
+            before = self._before_eval()
+            rows: list[dict[str, Any]] = []
+            state.view = state.view.at(start)
+            for _, callback in state.callbacks:
+                callback.on_train_start(state.view)
+            for iteration in range(start + 1, config.iterations + 1):
+                state.view = state.view.at(iteration)
+                played = iterate(iteration)
+                if self.folder:
+                    self.folder.append_episodes([*played.episodes, *played.voided])
+                row = played.row
+                if config.eval.every and iteration % config.eval.every == 0:
+                    row.update(self._eval_metrics(self.evaluate()))
+                for _, callback in state.callbacks:
+                    callback.on_iteration_metrics(state.view, played.episodes, row)
+                row["elapsed_seconds"] = time.perf_counter() - self.started
+                self._log(row)
+                rows.append(row)
+                display.update(row)
+                last = iteration == config.iterations or self._out_of_time()
+                if last and state.updater.average is not None:
+                    state.updater.average.apply()  # the run hands over the average (averaging.py)
+                if last or iteration % config.checkpoint_every == 0:
+                    resume.save(state, self.fabric, self.shared, self.folder, iteration)
+                for _, callback in state.callbacks:
+                    callback.on_iteration_end(state.view, row)
+                if last:
+                    break
+            after = self.evaluate()
+            display.summary(before, after, state.progress.before_tasks, self._task_metrics())
+            if message := untrained_message(rows, self.folder and self.folder.path):
+                self._say(f"[yellow]{escape(message)}[/yellow]")
+        if self.folder:
+            plots_at_the_end(self.folder.path, lambda text: self._say(escape(text)))
+        if self.trackers is not None:
+            self.trackers.finalize("success")
+        result = TrainResult(self.folder, rows, before, after)
+        for _, callback in state.callbacks:
+            callback.on_train_end(state.view, result)
+        return result
+
+    # ---- pieces ----------------------------------------------------------------------------
+
+    def _out_of_time(self) -> bool:
+        """Every process must agree, so process 0's clock decides."""
+        limit = self.config.minutes
+        if limit is None:
+            return False
+        late = torch.tensor(
+            float(time.perf_counter() - self.started > limit * 60), device=self.fabric.device
+        )
+        return bool(self.fabric.broadcast(late, src=0).item())
+
+    def _reset_optimizer(self) -> None:
+        assert self.state is not None
+        optimizer = self.state.optimizer
+        inner = getattr(optimizer, "optimizer", optimizer)
+        if isinstance(inner, torch.optim.Optimizer):
+            inner.state.clear()
+
+    def evaluate(self) -> dict[str, EvalResult]:
+        assert self.state is not None
+        state, ev, seed = self.state, self.config.eval, self.config.seed + 7919
+        with self._phase("evaluation") as told, state.updater.averaged():
+            return evaluate(
+                state.game,
+                state.learner,
+                opponents=ev.opponents,
+                matches=ev.matches,
+                seed=seed,
+                progress=told,
+            )
+
+    def _before_eval(self) -> dict[str, EvalResult]:
+        assert self.state is not None
+        progress = self.state.progress
+        if progress.before:
+            return {k: EvalResult(**v) for k, v in progress.before.items()}
+        before = self.evaluate()
+        progress.before = {k: v.__dict__.copy() for k, v in before.items()}
+        progress.before_tasks = self._task_metrics()
+        return before
+
+    def _task_metrics(self) -> dict[str, float]:
+        """Held-out accuracy of games with tasks (empty for the others), and best-of-n."""
+        assert self.state is not None
+        state, seed, ev = self.state, self.config.seed + 7919, self.config.eval
+        with self._phase("held-out tasks") as told:
+            return searched_task_metrics(state.game, state.learner, ev, seed, state.reward, told)
+
+    def _phase(self, label: str, quiet: bool = False) -> Phase:
+        console = self.console if self.main else None
+        say = self._say if self.main else lambda _: None
+        return Phase(label, say, console, self.display, quiet=quiet)
+
+    def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
+        row: dict[str, float] = {}
+        for result in results.values():
+            row.update(result.as_metrics("eval"))
+        row.update(self._task_metrics())
+        return row
+
+    def _log(self, row: dict[str, Any]) -> None:
+        if not self.folder:
+            return
+        self.folder.append_metrics(row)
+        self.trackers.log(row)
+
+    def _say(self, text: str) -> None:
+        if self.main and self.console is not None:
+            self.console.print(text)

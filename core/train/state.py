@@ -1,0 +1,183 @@
+"""What a run trains with, as one typed record, and the processes it trains on.
+
+`RunState` holds every part an iteration works with — the game, the learner and its model,
+optimiser and reference, the sampler, the rewards, the estimator, the objective, the league,
+the callbacks, the random generators and the counters — and says what a checkpoint keeps of
+them (``state_dict``, in Lightning Fabric's style: the model and the optimiser go in as
+objects, Fabric saves and loads them; everything else is plain data). The run
+(core/run/trainer.py) builds it; the iteration (core/train/loop.py), resume, faults and the
+run's checks take it.
+
+`Processes` is the run's view of its processes: its rank, and the sums and gathers that keep
+every process's statistics and records the same.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed
+
+from selfplay.api.callback import Callback
+from selfplay.api.estimator import Estimator
+from selfplay.api.game import Game
+from selfplay.api.objective import Objective
+from selfplay.api.policy import Policy
+from selfplay.api.run_view import RunView
+from selfplay.api.sampler import OpponentSampler
+from selfplay.api.types import Episode
+from selfplay.core.config import RunConfig
+from selfplay.core.train.league import League
+from selfplay.core.train.reference import Reference
+from selfplay.core.train.search_targets import SearchTargets
+from selfplay.core.train.seating import Seats
+from selfplay.core.train.update import Updater
+
+
+@dataclass
+class Progress:
+    """Counters that a checkpoint carries besides the model and optimiser."""
+
+    iteration: int = 0
+    episodes_bytes: int = 0
+    before: dict[str, dict[str, Any]] = field(default_factory=dict)
+    before_tasks: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunState:
+    """Every part of a run that an iteration uses or a checkpoint keeps."""
+
+    config: RunConfig
+    game: Game
+    learner: Policy
+    sampler: OpponentSampler
+    reward: Any  # the reward pipeline (rewards/compose.py): called, bound, checkpointed
+    objective: Objective
+    estimator: Estimator
+    callbacks: list[tuple[str, Callback]]
+    search: SearchTargets
+    rng: random.Random
+    generator: torch.Generator
+    model: Any  # Fabric's wrapper of the learner's model; ``model.module`` is the plain one
+    optimizer: Any  # Fabric's wrapper of AdamW
+    reference: Reference
+    updater: Updater
+    seats: Seats
+    league: League
+    view: RunView
+    progress: Progress = field(default_factory=Progress)
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the run (the checkpoint adds the model, whole or its
+        adapters, the reference and the config's hash: core/run/resume.py)."""
+        updater = self.updater
+        return {
+            "optimizer": self.optimizer,
+            "estimator": self.estimator.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "league": self.league.state_dict(),
+            "reward": self.reward.state_dict(),
+            "objective": self.objective.state_dict(),
+            "callbacks": {name: callback.state_dict() for name, callback in self.callbacks},
+            "rng": rng_state(self.rng, self.generator),
+            "progress": self.progress.__dict__.copy(),
+            "nonfinite_streak": updater.nonfinite_streak,
+            "weight_average": updater.average.state_dict() if updater.average else {},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what `state_dict` kept (the model and optimiser are loaded by Fabric).
+        Entries added since the first release are optional, so older checkpoints load."""
+        self.reference.load_state_dict(state)
+        self.estimator.load_state_dict(state["estimator"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.league.load_state_dict(state["league"])
+        self.reward.load_state_dict(state["reward"])
+        self.objective.load_state_dict(state.get("objective", {}))
+        saved_callbacks = state.get("callbacks", {})
+        for name, callback in self.callbacks:
+            if name in saved_callbacks:
+                callback.load_state_dict(saved_callbacks[name])
+        restore_rng(state["rng"], self.rng, self.generator)
+        self.progress = Progress(**state["progress"])
+        self.updater.nonfinite_streak = state["nonfinite_streak"]
+        if self.updater.average is not None:
+            self.updater.average.load_state_dict(state.get("weight_average") or {})
+
+
+def rng_state(run_rng: random.Random, generator: torch.Generator) -> dict[str, Any]:
+    return {
+        "run": run_rng.getstate(),
+        "python": random.getstate(),
+        "numpy": _numpy_state(),
+        "torch": torch.get_rng_state(),
+        "update": generator.get_state(),
+    }
+
+
+def restore_rng(state: dict[str, Any], run_rng: random.Random, generator: torch.Generator) -> None:
+    run_rng.setstate(state["run"])
+    random.setstate(state["python"])
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    generator.set_state(state["update"])
+
+
+def _numpy_state() -> tuple[Any, ...]:
+    # plain Python values: checkpoints load with torch.load(weights_only=True)
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return name, keys.tolist(), int(pos), int(has_gauss), float(cached)
+
+
+class Processes:
+    """The run's processes as one: sums and gathers over all of them (one process: as is)."""
+
+    def __init__(self, fabric: Any) -> None:
+        self.fabric = fabric
+        self.rank, self.world_size = fabric.global_rank, fabric.world_size
+        self.main = self.rank == 0
+
+    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over every process (statistics of the estimator, the rewards)."""
+        if self.world_size == 1:
+            return tensor
+        # NCCL reduces only tensors on the GPU; the statistics live on the CPU
+        total = self.fabric.all_reduce(tensor.float().to(self.fabric.device), reduce_op="sum")
+        return total.cpu().double()
+
+    def gather(self, items: Sequence[Any]) -> list[Any]:
+        """Every process's ``items`` (picklable), in rank order; every process calls this."""
+        if self.world_size == 1:
+            return list(items)
+        gathered: list[Any] = [None] * self.world_size
+        torch.distributed.all_gather_object(gathered, list(items))
+        return [item for part in gathered for item in part]
+
+    def gather_episodes(self, episodes: list[Episode]) -> list[Episode]:
+        """Every process's episodes, in rank order (sent as plain dicts)."""
+        if self.world_size == 1:
+            return episodes
+        return [Episode.from_dict(d) for d in self.gather([e.to_dict() for e in episodes])]
+
+    def minibatches(self, count: int, size: int) -> int:
+        """Optimiser steps for ``count`` items in minibatches of ``size``: the same on every
+        process (the backward pass is collective), so the process with fewest items decides."""
+        fewest = count
+        if self.world_size > 1:
+            counts = self.fabric.all_gather(torch.tensor(count, device=self.fabric.device))
+            fewest = int(counts.min())
+        return 0 if fewest == 0 else -(-fewest // size)
+
+    def broadcast(self, value: Any) -> Any:
+        """Process 0's ``value`` on every process."""
+        return self.fabric.broadcast(value, src=0)
+
+    def barrier(self) -> None:
+        self.fabric.barrier()
