@@ -18,6 +18,7 @@ from selfplay.api.game import (
 from selfplay.api.objective import IterationData, Loss, Objective, Scored
 from selfplay.api.options import Options
 from selfplay.api.policy import MockPolicy, Policy, Request, ScriptedPolicy
+from selfplay.api.recipe import Recipe
 from selfplay.api.reward import Reward
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import OpponentSampler
@@ -50,6 +51,7 @@ __all__ = [
     "OpponentSampler",
     "Options",
     "Policy",
+    "Recipe",
     "Request",
     "Reward",
     "RunView",

@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -117,10 +118,10 @@ class Game(ABC):
     # Options a reward gets in this game unless the user sets them, by reward name, e.g.
     # {"judge": {"mode": "pairwise"}} for a game that only a comparison of its roles decides.
     reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
-    # Run settings this game trains with unless the user sets them, as dotted config keys,
-    # e.g. {"branches.positions": 16}: a recipe measured on this game, which would not suit
-    # every game as a run-wide default. `selfplay run` names them when it starts.
-    run_defaults: ClassVar[dict[str, Any]] = {}
+    # The recipe this game trains with when the run names none (`selfplay recipes`): settings
+    # measured on this game, which would not suit every game as run-wide defaults. `selfplay
+    # run` names them when it starts; the user's own settings win.
+    recipe: ClassVar[str | None] = None
     # True when the rules consult a verifier: the run then hands the game ``verifiers``, a
     # ``(name, options) -> Verifier`` factory shared by everything in the run.
     uses_verifier: ClassVar[bool] = False
@@ -268,3 +269,65 @@ class Game(ABC):
 
     def state_from_json(self, text: str) -> GameState:
         return self.State.model_validate_json(text)
+
+
+# ---- an optional capability: a policy held as a table ------------------------------------
+#
+# For games small enough to list their information sets (Kuhn poker has 12), exploitability is
+# computed exactly instead of estimated from matches: a policy is read off the model at every
+# information set (the probability of each legal action, scored from its log-probabilities),
+# and a best response is found by enumeration. A game offers the capability by implementing
+# `TabularGame`; ``isinstance(game, TabularGame)`` tells whether it does. Helpers to build such
+# a game (checking, averaging and renormalising tables) are in ``selfplay.games.tabular``.
+#
+# A policy is a table ``{info-set key: {action: probability}}`` covering every information set of
+# every role (one shared policy plays all seats). Actions are named as the game's ``legal()``
+# returns them, e.g. ``"bet"``; `answer_text` gives the text that plays one.
+
+Policy = Mapping[str, Mapping[str, float]]
+PolicyTable = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class InfoSet:
+    """One decision point as the acting role knows it.
+
+    ``state`` is a representative state where ``role`` is to act, so ``game.observe(state,
+    role)`` is exactly the prompt shown at this information set; ``actions`` are the legal
+    actions there. ``previous`` is the same role's previous decision on the way here as
+    (info-set key, action), None at its first decision; perfect recall makes it unique.
+    """
+
+    key: str
+    role: Role
+    state: GameState
+    actions: tuple[str, ...]
+    previous: tuple[str, str] | None = None
+
+
+@runtime_checkable
+class TabularGame(Protocol):
+    """What a game provides for exact evaluation of tabular policies."""
+
+    def information_sets(self) -> list[InfoSet]:
+        """Every information set of every role."""
+        ...
+
+    def exploitability(self, policy: Policy) -> float:
+        """NashConv divided by the number of players; 0 exactly at a Nash equilibrium."""
+        ...
+
+    def average_policy(self, policies: Sequence[Policy], weights: Sequence[float]) -> PolicyTable:
+        """The reach-weighted average of ``policies`` mixed with ``weights``."""
+        ...
+
+
+def answer_text(game: Game, action: str) -> str:
+    """The completion that plays ``action``, e.g. ``"[bet]"``: what a scorer should rate.
+
+    With an answer prefix (``"["``) it is what follows the prefix (``"bet]"``).
+    """
+    text = f"[{action}]"
+    if game.parse(text) != action:
+        raise ValueError(f"{game.name} does not read {text!r} as the action {action!r}.")
+    return game.continuation(text)

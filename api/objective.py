@@ -18,6 +18,10 @@ runs unchanged on LoRA adapters, DDP and DeepSpeed.
 
 Minibatches hold whole items; under several processes every process takes the same number of
 optimiser steps, so an objective must not assume its items are the whole batch.
+
+An objective owns its settings: `reads` names the update settings (``train.*``) it reads, and
+`TrainSettings` carries only those. A setting the user gives that the objective does not read
+would do nothing, so the run refuses it; a recipe's is left out with a note.
 """
 
 from __future__ import annotations
@@ -65,9 +69,16 @@ class Loss:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+#: The update settings an objective may read (``train.*``); `Objective.reads` names its own.
+#: ``kl_coef`` brings its schedule (``kl_coef_step``, ``kl_coef_max``) and
+#: ``reference_update`` (the KL reference moving toward the policy).
+TRAIN_KEYS = ("update_epochs", "clip", "kl_coef", "entropy_coef", "role_lr_scale")
+
+
 @dataclass(frozen=True)
 class TrainSettings:
-    """The run's update settings an objective may read (``train.*`` in the config)."""
+    """The run's update settings an objective reads (``train.*`` in the config); those it
+    does not read (`Objective.reads`) keep the neutral values below."""
 
     update_epochs: int = 1
     clip: float = 0.2
@@ -113,6 +124,22 @@ class Objective(ABC):
     def __init__(self, **options: Any) -> None:
         self.options = type(self).Options(**options)
         self.train = TrainSettings()
+
+    def reads(self) -> frozenset[str]:
+        """The update settings (of `TRAIN_KEYS`) this objective reads; ``update_epochs`` only,
+        unless it says more. An objective that ``needs`` advantages reads the estimator's
+        settings too (``estimator``, ``estimator_options``, ``train.search_weight``)."""
+        return frozenset({"update_epochs"})
+
+    @staticmethod
+    def reduce(tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over every training process (itself in a run of one process).
+
+        The run replaces it before training, so `loss` may use a batch statistic of every
+        process (KTO's reference point); call it the same number of times on every process,
+        on values without gradients.
+        """
+        return tensor
 
     def bind(self, train: TrainSettings) -> None:
         """Told before training the run's update settings, and again whenever a schedule

@@ -28,28 +28,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-COMMON = [
-    "game=math-solver",
-    "game_options.topics=[sums]",
-    "game_options.levels=[1,2]",
-    "game_options.source=generated",
-    "game_options.answers=4",
-    "cold_start.steps=150",
-    "cold_start.players=[solution]",
-    "generation.max_new_tokens=24",
-    "matches=64",
-    "train.minibatch_size=128",
-    "train.lr=3e-4",
-    "eval.every=5",
-    "eval.matches=100",
-    "checkpoint_every=1000",
-]
-RECIPES = {
-    "star": ["objective=sft", "objective_options.keep=pass", "objective_options.rationalize=true"],
-    "spin": ["objective=dpo", "objective_options.chosen=reference", "train.update_epochs=2"],
-    "dpo": ["objective=dpo", "train.update_epochs=2"],
-    "grpo": ["objective=pg", "estimator=grpo", "train.kl_coef=0.02"],
-}
+# The recipes are the registered math-* ones (recipes/math.py, `selfplay recipes`); here is how
+# each was measured, passed as the user's own settings.
+RECIPES = ("star", "spin", "dpo", "grpo")  # math-star, ...
+MEASURED = ["eval.every=5", "eval.matches=100", "checkpoint_every=1000"]
 CURVES = ("eval/held_out/accuracy", "eval/transfer/accuracy")
 
 
@@ -60,13 +42,15 @@ def cold_started(seed: int, out: Path, extra: list[str]) -> Path:
         return folder
     import torch
 
-    from selfplay.core.run.build import build_game, build_learner, resolve
+    from selfplay.core.run.build import build_game, build_learner
     from selfplay.core.run.config_loader import build_config
+    from selfplay.core.run.recipes import resolve
     from selfplay.core.train.cold_start import warm_up
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    config = resolve(build_config(flags={"seed": seed}, overrides=[*COMMON, *extra]))
+    flags = {"seed": seed, "recipe": "math-sums"}
+    config = resolve(build_config(flags=flags, overrides=[*MEASURED, *extra]))
     learner, game = build_learner(config), build_game(config)
     warm_up(learner, game, config, print)
     learner.model.save_pretrained(folder)
@@ -77,10 +61,10 @@ def cold_started(seed: int, out: Path, extra: list[str]) -> Path:
 def run(recipe: str, seed: int, minutes: float, out: Path, extra: list[str]) -> Path:
     name = f"{recipe}-seed{seed}"
     start = cold_started(seed, out, extra)
-    sets = [*COMMON, *RECIPES[recipe], f"seed={seed}", f"minutes={minutes}", "threads=1", *extra]
+    sets = [*MEASURED, f"seed={seed}", f"minutes={minutes}", "threads=1", *extra]
     sets += [f"model={start}", "cold_start.steps=0", "model_options.include_system=false"]
     command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", "--iterations", "100000"]
-    command += ["--out", str(out), "--name", name]
+    command += ["--recipe", f"math-{recipe}", "--out", str(out), "--name", name]
     for item in sets:
         command += ["--set", item]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -225,6 +225,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     game: str = Field(default="tictactoe", description="Registered game name (`selfplay games`).")
+    recipe: str | None = Field(
+        default=None,
+        description="Named run settings, applied where nothing else sets a key (`selfplay "
+        "recipes`); default: the game's own recipe, if it has one; none: no recipe.",
+    )
     game_options: dict[str, Any] = Field(default_factory=dict, description="The game's Options.")
     invalid_moves: InvalidMoveRules = Field(
         default_factory=lambda: InvalidMoveRules(allowance=2),

@@ -1,4 +1,4 @@
-"""Helpers for tabular games (the `selfplay.api.tabular.TabularGame` capability).
+"""Helpers for tabular games (the `selfplay.api.game.TabularGame` capability).
 
 Checking a policy table, renormalising scored log-probabilities and averaging tables. The
 capability itself (`TabularGame`, `InfoSet`, `answer_text`) is part of the contracts and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from selfplay.api.tabular import InfoSet, Policy, PolicyTable, TabularGame, answer_text
+from selfplay.api.game import InfoSet, Policy, PolicyTable, TabularGame, answer_text
 
 __all__ = [
     "InfoSet",

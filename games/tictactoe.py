@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -89,16 +89,9 @@ class TicTacToe(Game):
     answer_hint = "[4] (a cell number in square brackets)"
     perfect_information = True
     lists_every_move = True
-    # the recipe under which the default run gains against random and minimax alike on three
-    # seeds (benchmarks/RESULTS.md, "Search targets"): search targets (core/train/
-    # search_targets.py), small minibatches, and the compact prompt, whose fewer tokens pay
-    # for twice the iterations
-    run_defaults: ClassVar[dict[str, Any]] = {
-        "train.search_weight": 2.0,
-        "train.minibatch_size": 64,
-        "game_options.compact": True,
-        "iterations": 40,
-    }
+    # its own run settings: search targets, small minibatches, the compact prompt
+    # (recipes/tictactoe.py)
+    recipe = "tictactoe"
     players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:

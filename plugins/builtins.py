@@ -37,4 +37,7 @@ DEFAULT_PLUGINS = (
     "selfplay.opponents.elo",
     "selfplay.core.algorithms.registry",
     "selfplay.monitors.builtin",
+    "selfplay.recipes.tictactoe",
+    "selfplay.recipes.kuhn_poker",
+    "selfplay.recipes.math",
 )

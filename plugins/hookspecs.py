@@ -62,5 +62,16 @@ def register_callbacks(register):
 
 
 @hookspec
+def register_recipes(register):
+    """Register named run settings: ``register(Recipe(name, description, settings))``."""
+
+
+@hookspec
+def register_trackers(register):
+    """Register metric trackers: ``register(name, factory)``; ``factory(folder, config,
+    **options)`` makes a Tracker (``log(row)``, ``finalize(status)``)."""
+
+
+@hookspec
 def register_commands(register):
     """Register CLI sub-commands: ``register(name, run, help=..., add_arguments=None)``."""

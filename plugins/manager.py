@@ -200,6 +200,13 @@ def _register_for(kind: str, regs: Registries, info: PluginInfo) -> Callable[...
             record(game_cls.name, game_cls)
 
         return register_game
+    if kind == "recipes":
+
+        def register_recipe(recipe: Any) -> None:
+            _check_recipe(recipe, label)
+            record(recipe.name, recipe)
+
+        return register_recipe
     if kind == "commands":
 
         def register_command(name: str, run: Callable, help: str = "", add_arguments=None) -> None:
@@ -217,6 +224,16 @@ def _check_game_class(game_cls: Any, plugin: str) -> None:
     for attr in ("name", "roles", "description"):
         if not hasattr(game_cls, attr):
             raise PluginError(f"Plugin {plugin}: game class {game_cls.__name__} has no {attr!r}.")
+
+
+def _check_recipe(recipe: Any, plugin: str) -> None:
+    from selfplay.api.recipe import Recipe
+
+    if not isinstance(recipe, Recipe):
+        raise PluginError(f"Plugin {plugin} registered {recipe!r} as a recipe; pass a Recipe.")
+    bad = [key for key in recipe.settings if not isinstance(key, str) or not key.strip()]
+    if bad:
+        raise PluginError(f"Plugin {plugin}: recipe {recipe.name!r} has setting keys {bad!r}.")
 
 
 def _installed() -> bool:

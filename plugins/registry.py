@@ -119,6 +119,8 @@ KINDS = {
     "objectives": "objective",
     "models": "model",
     "callbacks": "callback",
+    "recipes": "recipe",
+    "trackers": "tracker",
     "commands": "command",
 }
 
@@ -134,6 +136,8 @@ class Registries:
     objectives: Registry = field(default_factory=lambda: Registry("objective"))
     models: Registry = field(default_factory=lambda: Registry("model"))
     callbacks: Registry = field(default_factory=lambda: Registry("callback"))
+    recipes: Registry = field(default_factory=lambda: Registry("recipe"))
+    trackers: Registry = field(default_factory=lambda: Registry("tracker"))
     commands: Registry = field(default_factory=lambda: Registry("command"))
 
     def __post_init__(self) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from selfplay.api.game import InvalidMoveRules
+from selfplay.api.game import InvalidMoveRules, answer_text
 from selfplay.api.policy import MockPolicy, ScriptedPolicy
-from selfplay.api.tabular import answer_text
 from selfplay.core.models.policy_table import policy_table
 from selfplay.core.models.tiny import load_tiny_policy
 from selfplay.core.rollout import play

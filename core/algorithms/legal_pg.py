@@ -115,6 +115,9 @@ class LegalPolicyGradient(Objective):
             decisions.append(Decision(samples, chosen, advantage))
         return decisions
 
+    def reads(self) -> frozenset[str]:
+        return frozenset({"update_epochs", "kl_coef", "entropy_coef", "role_lr_scale"})
+
     def wants_reference(self) -> bool:
         return self.train.kl_coef > 0
 

@@ -93,6 +93,9 @@ class PolicyGradient(Objective):
             if advantage is not None
         ]
 
+    def reads(self) -> frozenset[str]:
+        return frozenset({"update_epochs", "clip", "kl_coef", "entropy_coef", "role_lr_scale"})
+
     def wants_reference(self) -> bool:
         return self.train.kl_coef > 0
 

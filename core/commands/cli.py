@@ -38,6 +38,7 @@ EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUP
 
 RUN_FLAGS = (
     "game",
+    "recipe",
     "model",
     "reward",
     "opponent",
@@ -97,6 +98,10 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--game", help="registered game (see `selfplay games`); default tictactoe")
+    add(
+        "--recipe",
+        help="named run settings (see `selfplay recipes`); default the game's own; none: none",
+    )
     add("--model", help="registered model, local HF model folder or hub id; default tiny")
     add("--reward", help="reward expression; default outcome")
     add("--opponent", help="opponent sampler, e.g. latest or fixed:random; default latest")
@@ -145,6 +150,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from selfplay.core.commands.listing import plugins, plugins_table
 
     return _listing(args, plugins(), plugins_table)
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.listing import recipes, recipes_table
+
+    return _listing(args, recipes(), recipes_table)
 
 
 def options_listing(kind: str) -> Callable[[argparse.Namespace], int]:
@@ -274,6 +285,7 @@ COMMANDS = {
         add_json,
     ),
     "callbacks": (options_listing("callbacks"), "list the callbacks, with options", add_json),
+    "recipes": (cmd_recipes, "list the named run settings (--recipe NAME)", add_json),
     "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
     "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),

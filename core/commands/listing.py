@@ -73,9 +73,13 @@ OPTION_KINDS = {
 
 
 def registered(kind: str) -> list[dict[str, Any]]:
-    """Every registered plug-in of ``kind``: its one-line doc, options and plugin."""
+    """Every registered plug-in of ``kind``: its one-line doc, options and plugin (and, for
+    objectives, the update settings each reads)."""
     registry = getattr(load().registries, kind)
     rows = [registered_info(entry) for entry in registry]
+    if kind == "objectives":
+        for row, entry in zip(rows, registry, strict=True):
+            row["reads"] = _objective_reads(entry.obj)
     for row in rows:
         if row["name"] in registry.clashes:
             row["plugin"] += " (clash: " + ", ".join(registry.clashes[row["name"]][1:]) + ")"
@@ -118,6 +122,50 @@ def registered_info(entry: Any) -> dict[str, Any]:
     return info
 
 
+def _objective_reads(factory: Any) -> str:
+    """``train.update_epochs, ... and the estimator`` for an objective with default options."""
+    from selfplay.core.run.recipes import describe_reads
+
+    try:
+        return describe_reads(factory())
+    except Exception as err:  # a plug-in whose defaults do not build: say so, list the rest
+        return f"(its defaults do not build: {type(err).__name__})"
+
+
+def recipes() -> list[dict[str, Any]]:
+    """Every registered recipe: its description, the recipe it starts from, every setting."""
+    registry = load().registries.recipes
+    rows = []
+    for entry in registry:
+        recipe = entry.obj
+        try:
+            settings = recipe.resolved(registry.get)
+        except Exception as err:  # a base that is missing or clashes: shown, not raised
+            settings = {"(error)": str(err)}
+        rows.append(
+            {
+                "name": recipe.name,
+                "description": recipe.description,
+                "base": recipe.base,
+                "settings": settings,
+                "plugin": entry.plugin,
+            }
+        )
+    return rows
+
+
+def recipes_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="recipes (--recipe NAME; the user's own settings win)", show_lines=True)
+    for header in ("name", "description and settings", "plugin"):
+        table.add_column(header)
+    for row in rows:
+        base = f"  (starts from {row['base']})\n" if row["base"] else ""
+        settings = "\n".join(f"  {key} = {value!r}" for key, value in row["settings"].items())
+        text = f"{row['description']}\n{base}{settings}"
+        table.add_row(escape(row["name"]), escape(text), escape(row["plugin"]))
+    return table
+
+
 def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
     """Registered factories with their one-line doc and options, one row each."""
     table = Table(title=title, show_lines=True)
@@ -126,6 +174,8 @@ def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         name = row["name"] + (f":{row['argument'].upper()}" if row.get("argument") else "")
         text = f"{row['description']}\n{option_lines(row['options'])}".strip()
+        if row.get("reads"):
+            text += f"\n  reads {row['reads']}"
         table.add_row(escape(name), escape(text), escape(row["plugin"]))
     return table
 

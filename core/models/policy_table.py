@@ -36,8 +36,8 @@ from typing import Any
 import torch
 
 from selfplay.api.errors import ConfigError
+from selfplay.api.game import InfoSet, TabularGame, answer_text
 from selfplay.api.policy import Request
-from selfplay.api.tabular import InfoSet, TabularGame, answer_text
 from selfplay.api.types import Completion
 from selfplay.core.models.scoring import eos_id, score
 

@@ -15,14 +15,13 @@ from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.objective import TrainSettings
+from selfplay.api.objective import Objective, TrainSettings
 from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
-from selfplay.core.run.config_loader import explain as config_explain
 from selfplay.plugins.manager import registries
 from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 
@@ -92,101 +91,6 @@ def build_game(config: RunConfig, verifiers: Verifiers | None = None) -> Game:
     except ValidationError as err:
         fields = game_cls.Options.model_fields
         raise ConfigError(explain(err, config.game, "game_options", fields)) from None
-
-
-def resolve(config: RunConfig) -> RunConfig:
-    """The config a run trains with: the game's own settings (``run_defaults``) and default
-    reward, and the game options the objective needs (STaR's hinted retries), filled in where
-    the user set nothing. Idempotent, so a resume agrees."""
-    game_cls = registries().games.get(config.game)
-    config = with_game_defaults(config, getattr(game_cls, "run_defaults", {}))
-    update: dict[str, Any] = {}
-    if config.reward is None:
-        update["reward"] = getattr(game_cls, "default_reward", "outcome")
-    needed = build_objective(config).game_options()
-    if needed:
-        options = dict(config.game_options)
-        fields = getattr(game_cls, "Options", None)
-        for key, value in needed.items():
-            if fields is None or key not in fields.model_fields:
-                raise ConfigError(
-                    f"objective {config.objective!r} with these objective_options needs the "
-                    f"game option {key}={value!r}, which {config.game} does not have; use a "
-                    "game that offers it (e.g. math-solver)."
-                )
-            if key in options and options[key] != value:
-                raise ConfigError(
-                    f"game_options.{key}={options[key]!r} contradicts objective "
-                    f"{config.objective!r}, which needs {key}={value!r}; drop one of them."
-                )
-            options[key] = value
-        update["game_options"] = options
-    return config.model_copy(update=update) if update else config
-
-
-def with_game_defaults(config: RunConfig, defaults: dict[str, Any]) -> RunConfig:
-    """``config`` with a game's ``run_defaults`` (dotted keys) wherever the user set nothing.
-
-    What the user set is what pydantic saw given, at every level (``--set``, flags, a file,
-    or a resumed run's config.yaml, which gives every key). Options of a plug-in
-    (``estimator_options.per_state``) are left out when the user chose another plug-in
-    (``--estimator grpo``): they belong to the one the game's recipe uses.
-    """
-    given = config.model_dump(exclude_unset=True)
-    data: dict[str, Any] = {}
-    for key, value in game_defaults(defaults, given).items():
-        *sections, last = key.split(".")
-        node = data
-        for part in sections:
-            node = node.setdefault(part, {})
-        node[last] = value
-    if not data:
-        return config
-    try:
-        return RunConfig.model_validate(_under(data, given))
-    except ValidationError as err:
-        raise ConfigError(
-            f"The run settings of game {config.game!r} (its run_defaults) do not fit: "
-            f"{config_explain(err)} This is the game's own bug: report it to its author, or "
-            "set the key yourself."
-        ) from None
-
-
-def game_defaults(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """The game's run defaults that apply next to the settings ``given``."""
-    kept = {}
-    for key, value in defaults.items():
-        plugin = key.split(".")[0].removesuffix("_options")
-        # game_options belong to this very game; other options to the plug-in chosen
-        if plugin != "game" and key.startswith(f"{plugin}_options.") and plugin in given:
-            chosen = defaults.get(plugin, RunConfig.model_fields[plugin].default)
-            if given[plugin] != chosen:
-                continue
-        kept[key] = value
-    return kept
-
-
-def game_settings(config: RunConfig) -> dict[str, Any]:
-    """The keys of the game's ``run_defaults`` that this run trains with, and their values."""
-    defaults = getattr(registries().games.get(config.game), "run_defaults", {})
-    given = config.model_dump()
-    settings = {}
-    for key in game_defaults(defaults, given):
-        node: Any = given
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        settings[key] = node
-    return settings
-
-
-def _under(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` over ``defaults``, section by section."""
-    merged = dict(defaults)
-    for key, value in given.items():
-        below = merged.get(key)
-        both = isinstance(below, dict) and isinstance(value, dict)
-        merged[key] = _under(below, value) if both else value
-    return merged
 
 
 def check_players(config: RunConfig, game: Game) -> None:
@@ -284,16 +188,19 @@ def build_objective(config: RunConfig) -> Any:
     return construct(factory, config.objective_options, owner, "objective_options")
 
 
-def train_settings(config: RunConfig) -> TrainSettings:
-    """The ``train.*`` settings an objective reads (`Objective.bind`)."""
+def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
+    """The ``train.*`` settings ``objective`` reads (`Objective.bind`); the others keep
+    `TrainSettings`' neutral values."""
     train = config.train
-    return TrainSettings(
-        update_epochs=train.update_epochs,
-        clip=train.clip,
-        kl_coef=train.kl_coef,
-        entropy_coef=train.entropy_coef,
-        role_lr_scale=dict(train.role_lr_scale),
-    )
+    settings = {
+        "update_epochs": train.update_epochs,
+        "clip": train.clip,
+        "kl_coef": train.kl_coef,
+        "entropy_coef": train.entropy_coef,
+        "role_lr_scale": dict(train.role_lr_scale),
+    }
+    wanted = objective.reads()
+    return TrainSettings(**{key: value for key, value in settings.items() if key in wanted})
 
 
 def bound_objective(config: RunConfig) -> Any:
@@ -301,7 +208,7 @@ def bound_objective(config: RunConfig) -> Any:
     a setting it refuses (``legal-pg`` with two epochs) or a ``generation.choice`` it does
     not train is a ConfigError before the run folder or the model exists."""
     objective = build_objective(config)
-    objective.bind(train_settings(config))
+    objective.bind(train_settings(config, objective))
     needed = objective.generation_choice
     if needed is not None and needed != config.generation.choice:
         raise ConfigError(
@@ -336,7 +243,7 @@ def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
     A reward's options are the game's ``reward_defaults`` for it, overridden by
     ``reward_options``, overridden by the term's own options.
     """
-    reward = config.reward if config.reward is not None else game.default_reward
+    reward = reward_expression(config, game)
     terms = parse_terms(reward)
     names = {term.name for term in terms}
     stray = sorted(set(config.reward_options) - names)
@@ -361,6 +268,13 @@ def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
     return RewardPipeline(components, game.roles, mode=config.reward_mode)
 
 
+def reward_expression(config: RunConfig, game: Any) -> Any:
+    """The run's reward: ``--reward``, else the game's own (`Game.default_reward`)."""
+    if config.reward is not None:
+        return config.reward
+    return getattr(game, "default_reward", "outcome")
+
+
 def _make_reward(name: str, options: dict[str, Any]) -> Reward:
     factory = registries().rewards.get(name)
     return construct(factory, options, f"reward {name!r}", f"reward_options.{name}")
@@ -378,7 +292,7 @@ __all__ = [
     "build_sampler",
     "check_players",
     "construct",
-    "resolve",
+    "reward_expression",
     "split_spec",
     "train_settings",
 ]

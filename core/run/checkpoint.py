@@ -68,7 +68,8 @@ LATER_KEYS = {"objective": "pg", "objective_options": {}}
 def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> str:
     """Hash of the settings that shape training (not the iteration count, the time limit or
     paths). ``with_minutes``: as checkpoints hashed before a resume could set a new limit."""
-    ignored = {"iterations", "resume", "out", "name", "eval"}
+    # the recipe's name is left out: what it set is in the settings themselves
+    ignored = {"iterations", "resume", "out", "name", "eval", "recipe"}
     if not with_minutes:
         ignored.add("minutes")
     stable = {

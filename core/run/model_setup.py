@@ -65,7 +65,9 @@ def prepare_learner(
         learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
     train = config.train
-    objective.bind(train_settings(config))
+    objective.bind(train_settings(config, objective))
+    if fabric.world_size > 1:
+        objective.reduce = _summed(fabric)  # for batch statistics over every process
     updater = Updater(
         model=model,
         optimizer=optimizer,

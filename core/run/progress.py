@@ -213,18 +213,23 @@ class RunDisplay:
         if not self.enabled:
             return self
         c = self.config
+        estimator = f"estimator={c.estimator} " if _uses_advantages(c.objective) else ""
         self.console.print(
             f"[bold]selfplay run[/bold] game={c.game} model={c.model} opponent={c.opponent} "
-            f"estimator={c.estimator} objective={c.objective} matches={c.matches} "
+            f"{estimator}objective={c.objective} matches={c.matches} "
             f"iterations={c.iterations} "
             f"-> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.build import game_settings
+        from selfplay.core.run.recipes import applied, recipe_notes
 
-        if isinstance(c, RunConfig) and (settings := game_settings(c)):
+        if isinstance(c, RunConfig) and (settings := applied(c)):
             shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())
-            self.console.print(escape(f"{c.game}'s own settings (set any to change it): {shown}"))
+            self.console.print(
+                escape(f"recipe {c.recipe} (set any key to change it; --recipe none): {shown}")
+            )
+        for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
+            self.console.print(f"[yellow]note:[/yellow] {escape(note)}")
         self.progress.start()
         done = self.config.resume and _done(self.folder)
         # a time limit ends the run first when the iterations would take longer
@@ -295,6 +300,17 @@ class RunDisplay:
             return
         self.progress.stop()
         self.console.print(f"Run folder: {self.folder.path}")
+
+
+def _uses_advantages(objective: str) -> bool:
+    """Whether the objective named needs advantages, so that an estimator runs."""
+    from selfplay.plugins.manager import registries
+
+    try:
+        factory = registries().objectives.get(objective)
+    except Exception:  # an unknown name was refused before a run could start
+        return True
+    return getattr(factory, "needs", "advantages") == "advantages"
 
 
 def troubleshooting_hint(fired: dict[str, int]) -> str | None:

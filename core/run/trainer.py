@@ -48,12 +48,12 @@ from selfplay.core.run.build import (
     build_reward,
     build_sampler,
     check_players,
-    resolve,
 )
 from selfplay.core.run.hardware import build_fabric, frozen_heap
 from selfplay.core.run.model_setup import prepare_learner
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
+from selfplay.core.run.recipes import reads, resolve
 from selfplay.core.run.run_folder import RunFolder, open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.train.league import League
@@ -130,9 +130,9 @@ class Trainer:
 
     def _set_up(self, resuming: bool) -> RunState:
         config, parts, fabric = self.config, self.parts, self.fabric
+        kl = "kl_coef" in reads(parts.objective)  # the objective's own KL, scheduled or not
         wanted = (
-            config.train.kl_coef > 0
-            or config.train.kl_coef_step > 0
+            (kl and (config.train.kl_coef > 0 or config.train.kl_coef_step > 0))
             or parts.objective.wants_reference()
             or "reference" in parts.reward.models
         )

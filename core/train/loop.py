@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from selfplay.api.errors import blame
 from selfplay.api.objective import IterationData
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
@@ -109,7 +110,8 @@ class Iteration:
             reduce=processes.sum,
         )
         schedule = apply_schedules(config, s.optimizer, s.objective, iteration)
-        items = s.objective.prepare(data)
+        with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
+            items = s.objective.prepare(data)
         with self.phase("update", quiet=True) as told:
             told(0, len(items))  # the bar shows the update's clock: samples trained at the end
             steps = processes.minibatches(len(items), config.train.minibatch_size)
@@ -122,7 +124,8 @@ class Iteration:
         totals = [scored.totals(ep) for ep, scored in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, processes.sum)}
         row.update(s.reward.metrics() | stats.means() | schedule)
-        row.update(s.objective.iteration_metrics() | s.search.metrics())
+        with blame(f"Objective {config.objective!r}, reporting its iteration metrics,"):
+            row.update(s.objective.iteration_metrics() | s.search.metrics())
         row.update(s.league.after_iteration(iteration, everyone))
         row.update(void_row)
         row.update(nonfinite(iteration, dropped, bad_advantages, processes.sum, self.say))

@@ -53,13 +53,15 @@ def scheduled(train: Any) -> bool:
 def apply_schedules(
     config: Any, optimizer: Any, objective: Any, iteration: int
 ) -> dict[str, float]:
-    """Set this iteration's learning rate and KL coefficient; their values for metrics.csv."""
+    """Set this iteration's learning rate and KL coefficient; their values for metrics.csv
+    (the KL coefficient only for an objective that reads it)."""
     train = config.train
     lr, kl = lr_at(train, iteration, config.iterations), kl_at(train, iteration)
+    reads_kl = "kl_coef" in objective.reads()
     if scheduled(train):
         for group in optimizer.param_groups:
             group["lr"] = lr
         settings = getattr(objective, "train", None)
-        if dataclasses.is_dataclass(settings) and getattr(settings, "kl_coef", kl) != kl:
+        if reads_kl and dataclasses.is_dataclass(settings) and settings.kl_coef != kl:
             objective.bind(dataclasses.replace(settings, kl_coef=kl))
-    return {"lr": lr, "kl_coef": kl}
+    return {"lr": lr, "kl_coef": kl} if reads_kl else {"lr": lr}

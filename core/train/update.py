@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
@@ -34,7 +35,11 @@ from selfplay.core.train.reference import Reference
 
 @dataclass
 class UpdateStats:
-    """Sums over the optimiser steps of one update; `means` is what metrics.csv gets."""
+    """Sums over the optimiser steps of one update; `means` is what metrics.csv gets.
+
+    Across processes each process logs its own means; process 0's row is what metrics.csv
+    holds (the loss of a step is already the mean over every process's minibatch).
+    """
 
     names: tuple[str, ...] = ()  # the objective's metric names, in column order
     steps: int = 0
@@ -43,19 +48,30 @@ class UpdateStats:
     loss: float = 0.0
     grad_norm: float = 0.0
     sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # steps that reported each metric
 
     def add(self, result: Loss, grad_norm: float, tokens: int) -> None:
         self.steps += 1
         self.tokens += tokens
         for name in self.names:
-            self.sums[name] = self.sums.get(name, 0.0) + result.metrics.get(name, 0.0)
+            if name in result.metrics:
+                self.sums[name] = self.sums.get(name, 0.0) + result.metrics[name]
+                self.counts[name] = self.counts.get(name, 0) + 1
         self.loss += result.loss.item()
         self.grad_norm += grad_norm
 
     def means(self) -> dict[str, float]:
+        """Each metric's mean over the steps that reported it; one no step reported is left
+        out of the row (an empty cell), never a made-up 0 (every metric is 0 when no step
+        ran, so that an iteration without an update still has its columns)."""
         n = max(self.steps, 1)
         row = {"loss": self.loss / n}
-        row.update({name: self.sums.get(name, 0.0) / n for name in self.names})
+        for name in self.names:
+            if not self.steps:
+                row[name] = 0.0
+            elif name in self.counts:
+                count = self.counts[name]
+                row[name] = self.sums[name] / (n if count == self.steps else count)
         row["grad_norm"] = self.grad_norm / n
         row.update(update_steps=self.steps, skipped_steps=self.skipped, train_tokens=self.tokens)
         return row
@@ -120,10 +136,8 @@ class Updater:
         weight = self.objective.weight
         total = weight(batch)
         scale = self._process_scale(total)
-        passes = [
-            (role, micro) for role, group in self._role_groups(batch)
-            for micro in self._micro_batches(group)
-        ]  # fmt: skip
+        groups = self._role_groups(batch)
+        passes = [(role, micro) for role, group in groups for micro in self._micro_batches(group)]
         parts: list[tuple[Loss, float]] = []
         for k, (role, micro) in enumerate(passes):
             context = self.role_context(role) if self.role_context else nullcontext()
@@ -169,7 +183,8 @@ class Updater:
         reference = self._reference_scores(prompts, answers)
         entropy = self.objective.wants_entropy()
         current = score(self.model, prompts, answers, self.pad_id, self.temperature, entropy)
-        return self.objective.loss(items, current, reference)
+        with blame(f"Objective {self.objective.name!r}, computing the loss of {len(items)} items,"):
+            return self.objective.loss(items, current, reference)
 
     def _reference_scores(self, prompts, answers) -> Scored | None:
         if not (self.objective.wants_reference() and self.reference and self.reference.exists):
@@ -213,12 +228,16 @@ def _length_grouped(
 
 
 def _weighted(parts: list[tuple[Loss, float]], names: tuple[str, ...]) -> Loss:
-    """Metrics over a step's backward passes (role groups, micro-batches), weighted by share."""
+    """Metrics over a step's backward passes (role groups, micro-batches), weighted by share;
+    a metric some passes leave out is the mean over the passes that report it."""
     if len(parts) == 1:
         return parts[0][0]
-    metrics = {
-        name: sum(result.metrics.get(name, 0.0) * share for result, share in parts)
-        for name in names
-    }
+    metrics = {}
+    for name in names:
+        told = [(result.metrics[name], share) for result, share in parts if name in result.metrics]
+        if len(told) == len(parts):
+            metrics[name] = sum(value * share for value, share in told)
+        elif told:
+            metrics[name] = sum(v * s for v, s in told) / (sum(s for _, s in told) or 1.0)
     loss = sum(result.loss.detach() * share for result, share in parts)
     return Loss(loss, metrics)

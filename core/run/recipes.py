@@ -1,0 +1,246 @@
+"""The settings a run trains with: the user's, over a recipe's, over the defaults.
+
+    resolve(config):  the recipe (``--recipe``, else the game's own) fills in what the user
+                      did not set -> the objective's settings checked -> the game's default
+                      reward and the game options the objective needs (STaR's hinted retries)
+
+What the user set is what pydantic saw given, at every level (``--set``, flags, a file, or a
+resumed run's config.yaml, which gives every key, so resolving again changes nothing). A
+recipe's options of a plug-in (``estimator_options.per_state``) are left out when the user
+chose another plug-in (``--estimator grpo``): they belong to the one the recipe uses.
+
+An objective owns its settings (`Objective.reads`): a setting it does not read would do
+nothing, so one the user gave is refused, naming the objective, and one a recipe gave is left
+out and named in the run's banner (`recipe_notes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.recipe import NO_RECIPE, Recipe
+from selfplay.core.config import RunConfig
+from selfplay.core.run.build import build_objective, reward_expression
+from selfplay.core.run.config_loader import explain
+from selfplay.plugins.manager import registries
+
+# config keys whose effect belongs to the objective -> the `Objective.reads` name that uses
+# them ("advantages": read by every objective that needs advantages)
+OWNED = {
+    "train.update_epochs": "update_epochs",
+    "train.clip": "clip",
+    "train.kl_coef": "kl_coef",
+    "train.kl_coef_step": "kl_coef",
+    "train.kl_coef_max": "kl_coef",
+    "train.reference_update": "kl_coef",
+    "train.entropy_coef": "entropy_coef",
+    "train.role_lr_scale": "role_lr_scale",
+    "train.search_weight": "advantages",
+    "estimator": "advantages",
+    "estimator_options": "advantages",
+}
+
+
+def resolve(config: RunConfig) -> RunConfig:
+    """The config a run trains with (see the module doc). Idempotent, so a resume agrees."""
+    given = config.model_dump(exclude_unset=True)
+    recipe = chosen_recipe(config)
+    settings = recipe_settings(recipe, given) if recipe else {}
+    config = _with(config, settings, given, recipe)
+    objective = _objective(config)
+    unread = _unread(objective, settings)
+    if unread:  # a recipe's settings the objective does not read: left out
+        kept = {key: value for key, value in settings.items() if key not in unread}
+        config = _with(RunConfig.model_validate(given), kept, given, recipe)
+    _check_given(objective, config, _flat(given))
+    update: dict[str, Any] = {"recipe": recipe.name if recipe else NO_RECIPE}
+    game_cls = registries().games.get(config.game)
+    update["reward"] = reward_expression(config, game_cls)
+    needed = objective.game_options()
+    if needed:
+        update["game_options"] = _game_options(config, game_cls, needed)
+    return config.model_copy(update=update)
+
+
+def chosen_recipe(config: RunConfig) -> Recipe | None:
+    """The recipe ``config`` names, else its game's own; None for ``--recipe none``."""
+    name = config.recipe
+    if name is None:
+        name = getattr(registries().games.get(config.game), "recipe", None)
+    if name is None or name == NO_RECIPE:
+        return None
+    return registries().recipes.get(name)
+
+
+def recipe_settings(recipe: Recipe, given: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's settings that apply next to the settings ``given`` (dotted keys)."""
+    every = recipe.resolved(registries().recipes.get)
+    mine = given.get("game")
+    if "game" in every and mine is not None and mine != every["game"]:
+        raise ConfigError(
+            f"--recipe {recipe.name} is for game {every['game']!r}, and the run's game is "
+            f"{mine!r}; drop --game, or choose a recipe for {mine} (`selfplay recipes`)."
+        )
+    kept = {}
+    for key, value in every.items():
+        plugin = key.split(".")[0].removesuffix("_options")
+        # game_options belong to the recipe's game; other options to the plug-in chosen
+        if plugin != "game" and key.startswith(f"{plugin}_options.") and plugin in given:
+            chosen = every.get(plugin, RunConfig.model_fields[plugin].default)
+            if given[plugin] != chosen:
+                continue
+        kept[key] = value
+    return kept
+
+
+def applied(config: RunConfig) -> dict[str, Any]:
+    """The recipe's settings this resolved run trains with, and their values (for the banner)."""
+    recipe = chosen_recipe(config)
+    if recipe is None:
+        return {}
+    settings = config.model_dump()
+    unread = _unread(_objective(config), recipe.resolved(registries().recipes.get))
+    out = {}
+    for key in recipe_settings(recipe, settings):
+        if key in unread or key == "game":  # the banner's first line names the game
+            continue
+        node: Any = settings
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        out[key] = node
+    return out
+
+
+def recipe_notes(config: RunConfig) -> list[str]:
+    """What the banner says of the recipe's settings that the objective does not read."""
+    recipe = chosen_recipe(config)
+    if recipe is None:
+        return []
+    every = recipe_settings(recipe, config.model_dump(exclude_unset=True))
+    unread = sorted(_unread(_objective(config), every))
+    if not unread:
+        return []
+    named = ", ".join(f"{key}={every[key]}" for key in unread)
+    return [
+        f"recipe {recipe.name} sets {named}, which objective {config.objective!r} does not "
+        "read; left out."
+    ]
+
+
+def owner(key: str) -> str | None:
+    """The `Objective.reads` name that a dotted config key belongs to (None: every run's)."""
+    for owned, name in OWNED.items():
+        if key == owned or key.startswith(owned + "."):
+            return name
+    return None
+
+
+def reads(objective: Any) -> frozenset[str]:
+    """What ``objective`` reads, with "advantages" when it needs them."""
+    names = set(objective.reads())
+    if objective.needs == "advantages":
+        names.add("advantages")
+    return frozenset(names)
+
+
+def _unread(objective: Any, settings: dict[str, Any]) -> set[str]:
+    read = reads(objective)
+    return {key for key in settings if (name := owner(key)) is not None and name not in read}
+
+
+def _check_given(objective: Any, config: RunConfig, given: dict[str, Any]) -> None:
+    """Refuse a setting the user gave that the objective does not read (it would do
+    nothing); a resumed run was checked when it started."""
+    if config.resume is not None:
+        return
+    unread = sorted(_unread(objective, given))
+    if not unread:
+        return
+    one = len(unread) == 1
+    why = "" if objective.needs == "advantages" else " (it needs no advantages: no estimator runs)"
+    raise ConfigError(
+        f"{', '.join(unread)}: objective {config.objective!r} does not read "
+        f"{'this setting' if one else 'these settings'}{why}, so {'it' if one else 'they'} "
+        f"would do nothing. It reads {describe_reads(objective)}; drop "
+        f"{'it' if one else 'them'}, or choose an objective that reads "
+        f"{'it' if one else 'them'} (`selfplay objectives`)."
+    )
+
+
+def describe_reads(objective: Any) -> str:
+    """``train.update_epochs, train.kl_coef, ... and the estimator``, for messages and lists."""
+    names = [f"train.{name}" for name in sorted(objective.reads())]
+    if objective.needs == "advantages":
+        names.append("the estimator")
+    return ", ".join(names) or "no update setting"
+
+
+def _with(
+    config: RunConfig, settings: dict[str, Any], given: dict[str, Any], recipe: Recipe | None
+) -> RunConfig:
+    """``config`` with ``settings`` (dotted keys) wherever ``given`` sets nothing."""
+    if not settings:
+        return config
+    data: dict[str, Any] = {}
+    for key, value in settings.items():
+        *sections, last = key.split(".")
+        node = data
+        for part in sections:
+            node = node.setdefault(part, {})
+        node[last] = value
+    try:
+        return RunConfig.model_validate(_under(data, given))
+    except ValidationError as err:
+        name = recipe.name if recipe else "?"
+        raise ConfigError(
+            f"The settings of recipe {name!r} do not fit: {explain(err)} This is the recipe's "
+            "own bug: report it to its author, set the key yourself, or run --recipe none."
+        ) from None
+
+
+def _objective(config: RunConfig) -> Any:
+    return build_objective(config)
+
+
+def _game_options(config: RunConfig, game_cls: Any, needed: dict[str, Any]) -> dict[str, Any]:
+    """The game options with those the objective needs, checked against the game's."""
+    options = dict(config.game_options)
+    fields = getattr(game_cls, "Options", None)
+    for key, value in needed.items():
+        if fields is None or key not in fields.model_fields:
+            raise ConfigError(
+                f"objective {config.objective!r} with these objective_options needs the "
+                f"game option {key}={value!r}, which {config.game} does not have; use a "
+                "game that offers it (e.g. math-solver)."
+            )
+        if key in options and options[key] != value:
+            raise ConfigError(
+                f"game_options.{key}={options[key]!r} contradicts objective "
+                f"{config.objective!r}, which needs {key}={value!r}; drop one of them."
+            )
+        options[key] = value
+    return options
+
+
+def _flat(given: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (``{"train": {"lr": 1}}`` -> ``{"train.lr": 1}``)."""
+    flat: dict[str, Any] = {}
+    for key, value in given.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))  # an empty section sets nothing
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _under(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` over ``defaults``, section by section."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        below = merged.get(key)
+        both = isinstance(below, dict) and isinstance(value, dict)
+        merged[key] = _under(below, value) if both else value
+    return merged

@@ -1,0 +1,69 @@
+"""Maths recipes: STaR, SPIN, DPO and GRPO on one-digit sums, the objective benchmark's
+(benchmarks/objectives.py; RESULTS.md, "Objectives side by side").
+
+``math-sums`` is what they share: fresh one-digit sums (the ``sums`` topic, levels 1-2), four
+answers a task, a 150-step cold start on the bank's worked solutions; each of the others
+starts from it and names the objective.
+"""
+
+from __future__ import annotations
+
+from selfplay.api.recipe import Recipe
+from selfplay.plugins.hookspecs import hookimpl
+
+SUMS = Recipe(
+    "math-sums",
+    "math-solver on fresh one-digit sums, four answers a task, a short cold start on worked "
+    "solutions; the objective benchmark's common ground.",
+    {
+        "game": "math-solver",
+        "game_options.topics": ["sums"],
+        "game_options.levels": [1, 2],
+        "game_options.source": "generated",
+        "game_options.answers": 4,
+        "cold_start.steps": 150,
+        "cold_start.players": ["solution"],
+        "generation.max_new_tokens": 24,
+        "matches": 64,
+        "train.minibatch_size": 128,
+        "train.lr": 3e-4,
+    },
+)
+
+RECIPES = (
+    SUMS,
+    Recipe(
+        "math-star",
+        "STaR: sft on the answers the verifier passes, with hinted retries of failed tasks.",
+        {
+            "objective": "sft",
+            "objective_options.keep": "pass",
+            "objective_options.rationalize": True,
+        },
+        base="math-sums",
+    ),
+    Recipe(
+        "math-spin",
+        "SPIN: dpo with the bank's worked solution as the chosen side.",
+        {"objective": "dpo", "objective_options.chosen": "reference", "train.update_epochs": 2},
+        base="math-sums",
+    ),
+    Recipe(
+        "math-dpo",
+        "dpo on best-against-worst pairs by the verifier's verdict (the verifier as judge).",
+        {"objective": "dpo", "train.update_epochs": 2},
+        base="math-sums",
+    ),
+    Recipe(
+        "math-grpo",
+        "pg with the group baseline, the policy-gradient reference point.",
+        {"objective": "pg", "estimator": "grpo", "train.kl_coef": 0.02},
+        base="math-sums",
+    ),
+)
+
+
+@hookimpl
+def register_recipes(register):
+    for recipe in RECIPES:
+        register(recipe)
