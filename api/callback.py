@@ -13,11 +13,16 @@ hands it back through ``load_state_dict`` on resume, before ``on_train_start``.
 
 Every method is called on every process, with every process's episodes, so callbacks that
 update state from episodes stay identical across processes.
+
+A `Tracker` is where a run's metrics go (metrics.csv, TensorBoard, W&B, MLflow): it gets
+every iteration's row on the main process only. Trackers register through
+``register_trackers`` and a run names them in ``loggers`` (``--logger csv,wandb``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from selfplay.api.options import Options, parse_options
@@ -69,3 +74,34 @@ class Callback:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned; called before ``on_train_start``."""
         del state
+
+
+class Tracker:
+    """Where a run's metrics go: ``log`` gets every iteration's row, ``finalize`` the end.
+
+    Made on the main process once the run folder exists, as ``factory(folder, config,
+    run_id=..., **options)`` with the options of ``logger_options.NAME`` (validated by the
+    tracker's ``Options``). A tracker that keeps a run of its own on a service (a W&B run)
+    sets ``run_id``; the run keeps it in ``trackers.json`` and hands it back on resume, so a
+    resumed run goes on in the same one. ``package`` names the Python package it needs: a run
+    checks it is installed before any work and names the extra that installs it.
+    """
+
+    name: ClassVar[str] = "tracker"
+    Options: ClassVar[type[Options]] = Options
+    package: ClassVar[str | None] = None
+
+    def __init__(
+        self, folder: Path, config: Any, run_id: str | None = None, **options: Any
+    ) -> None:
+        self.folder, self.config, self.run_id = Path(folder), config, run_id
+        self.options = parse_options(
+            type(self).Options, self.name, f"logger_options.{self.name}", options
+        )
+
+    def log(self, row: Mapping[str, Any], step: int) -> None:
+        """One iteration's metrics (numbers, and a few texts) at iteration ``step``."""
+        raise NotImplementedError
+
+    def finalize(self, status: str) -> None:
+        """The run ended: ``success`` or ``failed``."""

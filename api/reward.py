@@ -10,7 +10,7 @@ A reward scores a batch of episodes in one of two shapes:
 
 A score of ``None`` means the reward does not apply there (a role it does not judge, a judge
 answer it could not read); it is never read as 0. Rewards are combined by
-`selfplay.rewards.compose.RewardPipeline` (``--reward outcome=1+format=0.1``).
+`selfplay.core.reward_pipeline.RewardPipeline` (``--reward outcome=1+format=0.1``).
 
 Options are a small pydantic model (``Options``, ``extra="forbid"``); `selfplay rewards`
 prints their descriptions. A reward that needs the game or a model (a judge) receives them

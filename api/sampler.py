@@ -15,6 +15,9 @@ What the loop calls, in order, each iteration:
         the loop adds a snapshot to the pool (and evicts one when full), then
         wanted_matches(members)   pairs of members whose matches the sampler wants played;
         update(those episodes)    the loop plays them and hands back the episodes
+
+The pool itself (`Pool`: scripted members and snapshots by name, bounded, oldest evicted
+first) is kept by the run's league; samplers read its members.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from selfplay.api.options import Options
@@ -100,3 +104,41 @@ class OpponentSampler(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         del state
+
+
+@dataclass
+class Pool:
+    """Members by name, oldest snapshot first; scripted members listed before them."""
+
+    size: int = 8
+    scripted: list[str] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.size < 2:
+            raise ValueError(
+                f"pool.size must be at least 2 (the starting policy and one more), got {self.size}."
+            )
+        self.scripted = [
+            p if p.startswith("scripted:") or is_served(p) else scripted(p) for p in self.scripted
+        ]
+
+    @property
+    def members(self) -> list[str]:
+        return [*self.scripted, *self.snapshots]
+
+    def add(self, name: str) -> list[str]:
+        """Add a snapshot; returns the names evicted to keep the size (see the module doc)."""
+        if name in self.snapshots:
+            return []
+        self.snapshots.append(name)
+        evicted = []
+        while len(self.snapshots) > self.size:
+            evicted.append(self.snapshots.pop(1))  # index 0 is the starting policy
+        return evicted
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"snapshots": list(self.snapshots)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.snapshots = list(state["snapshots"])

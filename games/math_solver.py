@@ -131,8 +131,9 @@ class MathSolver(Game):
     def initial(self, seed: int, rng: random.Random) -> MathSolverState:
         options = self.options
         if options.source == "generated" and options.split == "train":
-            return self._state(seed, generated(rng.choice(options.topics), rng, options.levels),
-                               options.answers)  # fmt: skip
+            return self._state(
+                seed, generated(rng.choice(options.topics), rng, options.levels), options.answers
+            )
         bank = [
             p
             for topic in options.topics

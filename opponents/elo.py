@@ -6,7 +6,7 @@ joins. Each opponent seat goes to a member whose expected score against the lear
 the band, chosen uniformly among those; when none does, to the member closest to the band.
 Too-easy and too-hard opponents teach little; the band is where the learning signal is.
 
-`BandController` (in ``selfplay.api.band``, re-exported here) is the same rule as a
+`BandController` (in ``selfplay.api.ratings``, re-exported here) is the same rule as a
 difficulty knob for games that generate their own tasks: raise the requested difficulty x1.2
 when the solver wins more than the band's top, lower it x0.8 below its bottom.
 """
@@ -19,10 +19,9 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from selfplay.api.band import BandController, check_band
 from selfplay.api.options import Options
+from selfplay.api.ratings import BandController, Ratings, check_band, score_of
 from selfplay.api.sampler import LEARNER, OpponentSampler
-from selfplay.opponents.ratings import Ratings, score_of
 from selfplay.plugins.hookspecs import hookimpl
 
 

@@ -20,53 +20,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
 
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER, OpponentSampler, is_served, scripted
-from selfplay.opponents.ratings import score_of
+from selfplay.api.ratings import score_of
+from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.plugins.hookspecs import hookimpl
-
-
-@dataclass
-class Pool:
-    """Members by name, oldest snapshot first; scripted members listed before them."""
-
-    size: int = 8
-    scripted: list[str] = field(default_factory=list)
-    snapshots: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.size < 2:
-            raise ValueError(
-                f"pool.size must be at least 2 (the starting policy and one more), got {self.size}."
-            )
-        self.scripted = [
-            p if p.startswith("scripted:") or is_served(p) else scripted(p) for p in self.scripted
-        ]
-
-    @property
-    def members(self) -> list[str]:
-        return [*self.scripted, *self.snapshots]
-
-    def add(self, name: str) -> list[str]:
-        """Add a snapshot; returns the names evicted to keep the size (see the module doc)."""
-        if name in self.snapshots:
-            return []
-        self.snapshots.append(name)
-        evicted = []
-        while len(self.snapshots) > self.size:
-            evicted.append(self.snapshots.pop(1))  # index 0 is the starting policy
-        return evicted
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"snapshots": list(self.snapshots)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.snapshots = list(state["snapshots"])
 
 
 class PoolOptions(Options):

@@ -36,6 +36,7 @@ DEFAULT_PLUGINS = (
     "selfplay.opponents.psro",
     "selfplay.opponents.elo",
     "selfplay.core.algorithms.registry",
+    "selfplay.core.run.trackers",
     "selfplay.monitors.builtin",
     "selfplay.recipes.tictactoe",
     "selfplay.recipes.kuhn_poker",

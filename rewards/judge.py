@@ -249,8 +249,10 @@ class Judge(Reward):
     def _pairwise(self, episodes: Sequence[Episode]) -> list[RoleScores]:
         """Which side is "A" is drawn per match from its seed: judges favour a position."""
         pair = self._pair()
-        sides = [pair if random.Random(f"judge-sides-{ep.seed}").random() < 0.5 else pair[::-1]
-                 for ep in episodes]  # fmt: skip
+        sides = [
+            pair if random.Random(f"judge-sides-{ep.seed}").random() < 0.5 else pair[::-1]
+            for ep in episodes
+        ]
         answers = self._ask(
             [
                 (ep, self._transcript_prompt(ep, first=a, second=b), 0)

@@ -1,9 +1,14 @@
-"""The floors hold: contracts import nothing above them, plug-ins never import core.
+"""The floors hold: contracts import nothing above them, plug-ins never import core, and
+core never imports a plug-in. docs/architecture.md draws the same picture.
 
 api/        imports nothing of selfplay but api/
 plugins/    knows api/ and itself
-games/, rewards/, verifiers/, opponents/, monitors/   never import core/; games/ never
-            imports opponents/ (shared rules such as the band live in api/)
+games/, rewards/, verifiers/, opponents/, monitors/, recipes/   never import core/; games/
+            never imports opponents/ (shared rules such as the band live in api/)
+core/       builds plug-ins by name from the registries; inside it, floors lowest first:
+            the top (config schema, rollout, evaluation, stats, reward pipeline) <
+            algorithms/, models/ < serving/ < train/ (the iteration) < run/ (the run) <
+            commands/
 """
 
 from __future__ import annotations
@@ -22,8 +27,16 @@ from selfplay.core.run.build import build_sampler
 from selfplay.core.run.config_loader import build_config
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ("api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors")
-PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors")
+SHIPPED = (
+    "api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors", "recipes",
+)  # fmt: skip
+PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes")
+# core's rooms, lowest first: a room imports only rooms below it (and itself)
+CORE_FLOORS = {
+    "top": 0, "algorithms": 1, "models": 1, "serving": 2, "train": 3, "run": 4, "commands": 5,
+}  # fmt: skip
+# what the top of core/ holds: what the iteration and the run both use, nothing that overflowed
+CORE_TOP = {"config", "rollout", "evaluate", "stats", "reward_pipeline"}
 
 
 def modules() -> list[Path]:
@@ -71,17 +84,49 @@ def test_plug_ins_never_import_core_and_games_never_import_opponents():
             assert not rivals, f"{path.relative_to(ROOT)} imports {rivals}"
 
 
-def test_core_never_imports_a_game():
-    """core/ builds games from the registry by name; it knows their capabilities from api/."""
+def test_core_never_imports_a_plug_in():
+    """core/ builds games, rewards, verifiers, samplers and recipes from the registries by
+    name; it knows their capabilities from api/."""
+    plug_ins = tuple(f"selfplay.{name}" for name in PLUG_INS)
     for path in (ROOT / "core").rglob("*.py"):
-        games = {n for n in imported(path) if n.startswith("selfplay.games")}
-        assert not games, f"{path.relative_to(ROOT)} imports {games}"
+        found = {n for n in imported(path) if n.startswith(plug_ins)}
+        assert not found, f"{path.relative_to(ROOT)} imports the plug-ins {found}"
 
 
-def test_modules_are_small_and_folders_hold_at_most_fifteen():
+def room(path: Path) -> str:
+    """The room of core/ a module is in: a folder's name, or "top"."""
+    parts = path.relative_to(ROOT / "core").parts
+    return parts[0] if len(parts) > 1 else "top"
+
+
+def test_core_rooms_import_only_rooms_below_them():
+    for path in (ROOT / "core").rglob("*.py"):
+        mine = CORE_FLOORS[room(path)]
+        for name in imported(path):
+            if not name.startswith("selfplay.core."):
+                continue
+            parts = name.split(".")[2:]
+            other = parts[0] if (ROOT / "core" / parts[0]).is_dir() else "top"
+            assert CORE_FLOORS[other] <= mine, (
+                f"{path.relative_to(ROOT)} ({room(path)}) imports {name} ({other}), a room "
+                "above it"
+            )
+
+
+def test_the_top_of_core_holds_only_what_both_rooms_use():
+    top = {p.stem for p in (ROOT / "core").glob("*.py") if p.name != "__init__.py"}
+    assert top == CORE_TOP, f"core/ holds {sorted(top - CORE_TOP)} beyond {sorted(CORE_TOP)}"
+    rooms = {p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(CORE_FLOORS) - {"top"}
+
+
+def test_modules_are_small_without_formatter_escapes_and_folders_hold_at_most_fifteen():
     for path in modules():
-        lines = len(path.read_text().splitlines())
+        text = path.read_text()
+        lines = len(text.splitlines())
         assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines (at most 400)"
+        escapes = [m for m in ("fmt: skip", "fmt: off") if m in text]
+        assert not escapes, f"{path.relative_to(ROOT)} escapes the formatter ({escapes[0]})"
     folders = {path.parent for path in modules()}
     for folder in folders:
         count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")

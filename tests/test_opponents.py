@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 import torch
 
-from selfplay.api.sampler import LEARNER
+from selfplay.api.sampler import LEARNER, Pool
 from selfplay.api.types import Episode
 from selfplay.opponents.elo import BandController, EloSampler
-from selfplay.opponents.pool import Pool, PoolSampler
+from selfplay.opponents.pool import PoolSampler
 from selfplay.opponents.psro import PSRO
 from selfplay.plugins.manager import registries
 

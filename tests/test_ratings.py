@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from selfplay.opponents.ratings import RatingRow, Ratings, expected_score, score_of
+from selfplay.api.ratings import RatingRow, Ratings, expected_score, score_of
 
 TRUE_ELO = {"weak": 700.0, "fair": 950.0, "good": 1100.0, "best": 1400.0}
 

@@ -12,11 +12,11 @@ from selfplay.api.reward import RewardContext, RewardError
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
 from selfplay.core.run.build import build_learner
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.reference import Reference
 from selfplay.games.tictactoe import TicTacToe
-from selfplay.rewards.compose import Component, RewardPipeline, Term
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.quality import Quality
 

@@ -20,6 +20,7 @@ pytest.importorskip("uvicorn")
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Request
 from selfplay.api.reward import RewardContext
+from selfplay.api.sampler import Pool
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.commands.serve import Server, build_service
@@ -39,7 +40,6 @@ from selfplay.core.run.run_folder import config_text
 from selfplay.core.serving.server import ChatService, create_app
 from selfplay.core.train.seating import Seats
 from selfplay.games.tictactoe import TicTacToe
-from selfplay.opponents.pool import Pool
 from selfplay.rewards.judge import Judge
 
 ASK = (Message("system", "You play tic-tac-toe."), Message("user", "Board 012|345|678. Move?"))

@@ -13,11 +13,11 @@ from selfplay.api.reward import RewardContext
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
+from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
 from selfplay.core.run.episode_log import read_episodes, write_episodes
 from selfplay.core.run.run_folder import config_text
 from selfplay.core.train.samples import recorded
 from selfplay.games.tictactoe import TicTacToe
-from selfplay.rewards.compose import Component, RewardPipeline, Term
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.outcome import Outcome
 

@@ -30,8 +30,8 @@ def train(out: Path, name: str, *extra: str) -> int:
 def test_logger_names_read_from_a_flag_or_a_list_and_bad_ones_are_named():
     assert build_config(None, {"loggers": "csv, mlflow"}, []).loggers == ["csv", "mlflow"]
     assert RunConfig().loggers == ["csv", "tensorboard"]
-    with pytest.raises(ConfigError, match=r"'tensorbored'.*choose from csv, tensorboard"):
-        build_config(None, {"loggers": "csv,tensorbored"}, [])
+    with pytest.raises(ConfigError, match=r"'tensorbored'.*choose from csv, mlflow, tensorboard"):
+        check_loggers(build_config(None, {"loggers": "csv,tensorbored"}, []).loggers, {})
     with pytest.raises(ConfigError, match=r"logger_options.wandb.projekt.*project"):
         check_loggers(["wandb"], {"wandb": {"projekt": "x"}})
     with pytest.raises(ConfigError, match=r"logger_options.comet: no such tracker"):
@@ -102,3 +102,36 @@ def test_wandb_offline_run_records_metrics_and_config_in_the_run_folder(tmp_path
     record = (runs[0] / f"run-{run_id}.wandb").read_bytes()
     assert b"mean_reward" in record and b"tictactoe" in record
     assert (folder / "tensorboard").exists()
+
+
+def test_a_plug_in_tracker_gets_every_row_and_its_options(tmp_path, monkeypatch):
+    """A tracker registered through the hook is named like the built-ins (--logger NAME)."""
+    from pydantic import Field
+
+    from selfplay.api.callback import Tracker
+    from selfplay.api.options import Options as Base
+    from selfplay.plugins.manager import registries
+    from selfplay.plugins.registry import Entry
+
+    seen: dict[str, list] = {"rows": [], "ends": []}
+
+    class Remembering(Tracker):
+        name = "remembering"
+
+        class Options(Base):
+            label: str = Field(default="x", description="a label")
+
+        def log(self, row, step):
+            seen["rows"].append((self.options.label, step, "mean_reward" in row))
+
+        def finalize(self, status):
+            seen["ends"].append(status)
+
+    entries = registries().trackers.entries
+    monkeypatch.setitem(entries, "remembering", Entry("remembering", Remembering, "tests"))
+    extra = ["--logger", "remembering", "--set", "logger_options.remembering.label=y"]
+    assert train(tmp_path, "x", *extra) == 0
+    assert seen == {"rows": [("y", 1, True), ("y", 2, True)], "ends": ["success"]}
+    assert (tmp_path / "x" / "metrics.csv").exists()  # csv is always written
+    with pytest.raises(ConfigError, match=r"logger_options.remembering.lable.*label"):
+        check_loggers(["remembering"], {"remembering": {"lable": "z"}})

@@ -70,8 +70,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from selfplay.api.verifier import printable
 from selfplay.verifiers import code_values
-from selfplay.verifiers.printable import printable
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 STARTUP_SECONDS = 30.0

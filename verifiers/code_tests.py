@@ -27,10 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from selfplay.api.verifier import Verdict
+from selfplay.api.verifier import Verdict, printable
 from selfplay.verifiers import code_values
 from selfplay.verifiers.code_sandbox import Call, RunResult
-from selfplay.verifiers.printable import printable
 
 MAX_CASES = 1000
 MAX_SHOWN_CHARS = 80

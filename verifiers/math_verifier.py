@@ -21,10 +21,9 @@ from typing import Any
 
 from pydantic import Field
 
-from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
+from selfplay.api.verifier import Verdict, Verifier, VerifierOptions, printable
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.verifiers.answers import MAX_TEXT_CHARS, ParseError, extract_answer
-from selfplay.verifiers.printable import printable
 from selfplay.verifiers.worker import Worker
 
 

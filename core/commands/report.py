@@ -21,7 +21,7 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
-from selfplay.verifiers.printable import printable
+from selfplay.api.verifier import printable
 
 TRANSCRIPTS = 2  # matches shown from the first and from the last iteration of each run
 STYLE = """

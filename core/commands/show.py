@@ -28,7 +28,7 @@ from rich.text import Text
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode, Turn
-from selfplay.verifiers.printable import printable
+from selfplay.api.verifier import printable
 
 OUTCOMES = ("win", "loss", "draw")
 PROMPT = "Enter: next · p: previous · NUMBER: go to · q: quit> "

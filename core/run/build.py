@@ -22,8 +22,8 @@ from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
+from selfplay.core.reward_pipeline import GRAMMAR, Component, RewardPipeline, parse_terms
 from selfplay.plugins.manager import registries
-from selfplay.rewards.compose import GRAMMAR, Component, RewardPipeline, parse_terms
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
@@ -238,7 +238,7 @@ def build_callbacks(config: RunConfig) -> list[tuple[str, Any]]:
 
 
 def build_reward(config: RunConfig, game: Game) -> RewardPipeline:
-    """The pipeline of ``config.reward`` (grammar in rewards/compose.py), roles checked.
+    """The pipeline of ``config.reward`` (grammar in core/reward_pipeline.py), roles checked.
 
     A reward's options are the game's ``reward_defaults`` for it, overridden by
     ``reward_options``, overridden by the term's own options.

@@ -177,9 +177,11 @@ def rewards(runs: Sequence[RunData]) -> bytes | None:
     return _figure(
         runs,
         "Reward components per role",
-        [("mean reward", _lines(lambda r: ["mean_reward"], lambda k: k, several)),
-         ("components", _lines(keys, name, several))],
-    )  # fmt: skip
+        [
+            ("mean reward", _lines(lambda r: ["mean_reward"], lambda k: k, several)),
+            ("components", _lines(keys, name, several)),
+        ],
+    )
 
 
 def training(runs: Sequence[RunData]) -> bytes | None:
@@ -188,7 +190,7 @@ def training(runs: Sequence[RunData]) -> bytes | None:
         runs,
         "The update: loss, KL to the reference, entropy",
         [(k, _lines(lambda r, k=k: [k], lambda k: k, several)) for k in ("loss", "kl", "entropy")],
-    )  # fmt: skip
+    )
 
 
 def exploitability(runs: Sequence[RunData]) -> bytes | None:

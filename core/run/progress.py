@@ -150,8 +150,12 @@ class Phase:
         quiet: bool = False,
     ) -> None:
         self.label, self.say, self.console, self.display, self.every = (
-            label, say, console, display, every,
-        )  # fmt: skip
+            label,
+            say,
+            console,
+            display,
+            every,
+        )
         self.quiet = quiet  # off a terminal, a step shorter than `every` prints nothing
         self.ticker: Ticker | None = None
         self.task: Any = None

@@ -79,7 +79,7 @@ class Parts:
 
     game: Game
     sampler: OpponentSampler
-    reward: Any  # the reward pipeline (rewards/compose.py)
+    reward: Any  # the reward pipeline (core/reward_pipeline.py)
     objective: Objective
     estimator: Estimator
     callbacks: list[tuple[str, Callback]]
@@ -329,10 +329,8 @@ class Trainer:
         return row
 
     def _log(self, row: dict[str, Any]) -> None:
-        if not self.folder:
-            return
-        self.folder.append_metrics(row)
-        self.trackers.log(row)
+        if self.trackers is not None:  # the main process: metrics.csv and the others
+            self.trackers.log(row)
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

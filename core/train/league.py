@@ -23,12 +23,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from selfplay.api.errors import blame
-from selfplay.api.sampler import LEARNER, snapshot
+from selfplay.api.ratings import Ratings, score_of
+from selfplay.api.sampler import LEARNER, Pool, snapshot
 from selfplay.api.types import Episode
 from selfplay.core.models.policy_table import Table, is_tabular, policy_table
 from selfplay.core.rollout import play
-from selfplay.opponents.pool import Pool
-from selfplay.opponents.ratings import Ratings, score_of
 
 if TYPE_CHECKING:
     from selfplay.api.run_view import RunView

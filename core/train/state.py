@@ -57,7 +57,7 @@ class RunState:
     game: Game
     learner: Policy
     sampler: OpponentSampler
-    reward: Any  # the reward pipeline (rewards/compose.py): called, bound, checkpointed
+    reward: Any  # the reward pipeline (core/reward_pipeline.py): called, bound, checkpointed
     objective: Objective
     estimator: Estimator
     callbacks: list[tuple[str, Callback]]

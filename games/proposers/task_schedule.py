@@ -23,7 +23,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from selfplay.api.band import BandController
+from selfplay.api.ratings import BandController
 from selfplay.api.types import Episode
 from selfplay.games.banks import Problem
 from selfplay.games.proposers.curriculum import PassRateCurriculum

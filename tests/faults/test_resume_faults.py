@@ -96,7 +96,7 @@ KILL_POINTS = [
     "core/train/seating.py:seat_matches#1",
     "core/rollout.py:play#1",
     "core/rollout.py:_advance#7",
-    "rewards/compose.py:RewardPipeline.__call__#1",
+    "core/reward_pipeline.py:RewardPipeline.__call__#1",
     "core/train/samples.py:episode_samples#1",
     "core/algorithms/rae.py:RAE.__call__#1",
     "core/train/update.py:Updater.update#1",

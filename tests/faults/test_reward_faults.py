@@ -12,8 +12,8 @@ from selfplay.api.estimator import Sample
 from selfplay.api.reward import RewardError
 from selfplay.core.algorithms.rae import RAE
 from selfplay.core.commands.cli import main
+from selfplay.core.reward_pipeline import parse_terms
 from selfplay.core.train.samples import finite_advantages, finite_samples
-from selfplay.rewards.compose import parse_terms
 
 
 def baselines(folder, name: str) -> dict[str, float]:

@@ -8,6 +8,12 @@ MM algorithm (Hunter 2004, "MM algorithms for generalized Bradley-Terry models")
 (``prior_games`` virtual games, half won and half lost, against a reference player) keeps the
 strength of an unbeaten or winless player finite. Both are reported on the Elo scale; draws
 count half a win.
+
+The band rule: keep a win rate between ``low`` and ``high`` by scaling a difficulty.
+
+Ratings are kept by the run's league for every seat holder and read by opponent samplers (the
+Elo curriculum); the band rule is shared by the Elo curriculum (opponents) and the task
+schedule of proposer games (games); so both live on the contracts floor that all may import.
 """
 
 from __future__ import annotations
@@ -152,3 +158,31 @@ class Ratings:
         self.prior_games = state["prior_games"]
         self.elo = dict(state["elo"])
         self.results = {(a, b): list(tally) for a, b, *tally in state["results"]}
+
+
+# ---- the band rule -----------------------------------------------------------------------
+
+
+def check_band(low: float, high: float) -> None:
+    if not 0 <= low < high <= 1:
+        raise ValueError(f"the band needs 0 <= low < high <= 1, got low={low}, high={high}.")
+
+
+@dataclass
+class BandController:
+    """Scales a difficulty by ``up`` above the band's top win rate, ``down`` below its bottom."""
+
+    low: float = 0.3
+    high: float = 0.7
+    up: float = 1.2
+    down: float = 0.8
+
+    def __post_init__(self) -> None:
+        check_band(self.low, self.high)
+
+    def adjust(self, difficulty: float, win_rate: float) -> float:
+        if win_rate > self.high:
+            return difficulty * self.up
+        if win_rate < self.low:
+            return difficulty * self.down
+        return difficulty
