@@ -143,7 +143,7 @@ class HardwareConfig(BaseModel):
         default=1,
         ge=1,
         description="Machines, each running `devices` processes; launch every one with "
-        "torchrun or SLURM (see README, Many machines).",
+        "torchrun or SLURM (docs/scaling.md, Many GPUs / many machines).",
     )
     strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
     precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")

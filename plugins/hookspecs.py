@@ -69,7 +69,7 @@ def register_recipes(register):
 @hookspec
 def register_trackers(register):
     """Register metric trackers: ``register(name, factory)``; ``factory(folder, config,
-    **options)`` makes a Tracker (``log(row)``, ``finalize(status)``)."""
+    run_id=None, **options)`` makes a Tracker (``log(row, step)``, ``finalize(status)``)."""
 
 
 @hookspec

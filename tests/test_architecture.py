@@ -108,8 +108,7 @@ def test_core_rooms_import_only_rooms_below_them():
             parts = name.split(".")[2:]
             other = parts[0] if (ROOT / "core" / parts[0]).is_dir() else "top"
             assert CORE_FLOORS[other] <= mine, (
-                f"{path.relative_to(ROOT)} ({room(path)}) imports {name} ({other}), a room "
-                "above it"
+                f"{path.relative_to(ROOT)} ({room(path)}) imports {name} ({other}), a room above it"
             )
 
 
@@ -182,3 +181,50 @@ def test_objectives_are_listed_with_pg():
     out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pg" in {row["name"] for row in json.loads(out.stdout)}
+
+
+# ---- docs/architecture.md draws the same house ------------------------------------------------
+
+DESIGN = ROOT / "docs" / "architecture.md"
+
+
+def named_folders(text: str) -> set[str]:
+    """Every ``name/`` the page names as a folder (``core/run/``, ``games/banks/``)."""
+    import re
+
+    return {m.rstrip("/") for m in re.findall(r"(?<![\w./-])((?:[a-z_]+/)+)(?![\w.])", text)}
+
+
+def folder_exists(name: str) -> bool:
+    """``core/run`` from the root, or ``run`` as a folder inside a named one (the layout's
+    indented rooms)."""
+    if (ROOT / name).is_dir():
+        return True
+    return any(p.is_dir() for p in ROOT.glob(f"*/{name}") if ".venv" not in p.parts)
+
+
+def test_every_folder_the_design_names_exists():
+    missing = sorted(f for f in named_folders(DESIGN.read_text()) if not folder_exists(f))
+    assert not missing, f"docs/architecture.md names folders that do not exist: {missing}"
+
+
+def test_every_package_folder_is_in_the_design():
+    text = DESIGN.read_text()
+    named = named_folders(text) | {f.split("/")[-1] for f in named_folders(text)}
+    packages = sorted(
+        str(p.parent.relative_to(ROOT))
+        for p in ROOT.rglob("__init__.py")
+        if p.parent != ROOT
+        and not p.relative_to(ROOT).parts[0].startswith((".", "tests"))
+        and "egg-info" not in str(p)
+    )
+    unnamed = [p for p in packages if p not in named and p.split("/")[-1] not in named]
+    assert not unnamed, f"docs/architecture.md does not name the package folders {unnamed}"
+
+
+def test_every_module_the_design_names_exists():
+    import re
+
+    paths = set(re.findall(r"\b((?:[a-z_]+/)+[a-z_]+\.py)\b", DESIGN.read_text()))
+    missing = sorted(p for p in paths if not (ROOT / p).is_file())
+    assert paths and not missing, f"docs/architecture.md names modules that do not exist: {missing}"

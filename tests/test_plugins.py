@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -35,7 +34,6 @@ def plugin_site(tmp_path_factory) -> Path:
             str(target),
             str(PLUGINS / "selfplay-plugin-coin"),
             str(PLUGINS / "selfplay-plugin-broken"),
-            str(PLUGINS / "selfplay-plugin-objective"),
         ],
         check=True,
         capture_output=True,
@@ -101,23 +99,6 @@ def test_installed_plugin_game_is_listed_and_playable(plugin_site, tmp_path):
     assert played.returncode == 0, played.stderr
     lines = (tmp_path / "coin" / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(line)["game"] == "coin-guess" for line in lines)
-
-
-def test_a_plugin_objective_is_listed_and_trains(plugin_site, tmp_path):
-    load = "selfplay-plugin-objective"
-    listed = selfplay_cli(plugin_site, "objectives", "--json", load=load)
-    assert listed.returncode == 0, listed.stderr
-    rows = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert {"pg", "sequence-pg"} <= set(rows)
-    assert rows["sequence-pg"]["options"]["scale"]["default"] == 1.0
-    run = ["run", "--objective", "sequence-pg", "--estimator", "none", "--cold-start", "5"]
-    run += ["--iterations", "1", "--matches", "8", "--set", "eval.matches=2"]
-    trained = selfplay_cli(plugin_site, *run, "--out", str(tmp_path), "--name", "o", load=load)
-    assert trained.returncode == 0, trained.stderr
-    with (tmp_path / "o" / "metrics.csv").open() as f:
-        (row,) = csv.DictReader(f)
-    assert int(row["update_steps"]) == 1 and float(row["answer_logp"]) < 0
-    assert "kl" not in row  # the objective's own columns, not pg's
 
 
 def test_plugins_command_names_distribution_version_and_registrations(plugin_site):

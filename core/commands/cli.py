@@ -193,21 +193,35 @@ def add_games_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_new(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.scaffold import render_game_plugin
+TRY = {  # how to run what `selfplay new KIND` made
+    "game": "selfplay run --game {name}",
+    "objective": "selfplay run --objective {name}",
+    "reward": "selfplay run --reward outcome+{name}=0.5",
+    "sampler": "selfplay run --opponent {name}",
+}
 
-    folder = render_game_plugin(args.name, args.dir)
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from selfplay.core.commands.scaffold import KINDS, render_plugin
+    from selfplay.core.run.progress import docs_page
+
+    folder = render_plugin(args.kind, args.name, args.dir)
     print(f"Created {folder}. Next:")
     # a bare name would make pip look on the package index: show a path
     print(f"  pip install {folder if folder.is_absolute() else f'./{folder}'}")
-    print(f"  selfplay run --game {args.name}")
-    print("The game, its README and its tests are yours to change; docs/plugins.md guides you.")
+    print(f"  {TRY[args.kind].format(name=args.name)}")
+    print(f"The {KINDS[args.kind].word}, its README and its tests are yours to change;")
+    print(f"{docs_page('plugins.md')} guides you.")
     return EXIT_OK
 
 
 def add_new_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=["game"], help="what to create: game (a game plugin)")
-    parser.add_argument("name", help="the game's name, lowercase kebab-case, e.g. my-duel")
+    parser.add_argument(
+        "kind",
+        choices=["game", "objective", "reward", "sampler"],
+        help="what to create: a game, objective, reward or (opponent) sampler plug-in",
+    )
+    parser.add_argument("name", help="its name, lowercase kebab-case, e.g. my-duel")
     parser.add_argument(
         "--dir", type=Path, default=Path("."), help="folder to create selfplay-plugin-NAME in"
     )
@@ -286,7 +300,11 @@ COMMANDS = {
     ),
     "callbacks": (options_listing("callbacks"), "list the callbacks, with options", add_json),
     "recipes": (cmd_recipes, "list the named run settings (--recipe NAME)", add_json),
-    "new": (cmd_new, "create a plugin from a template: new game NAME", add_new_arguments),
+    "new": (
+        cmd_new,
+        "create a plug-in from a template: new game|objective|reward|sampler NAME",
+        add_new_arguments,
+    ),
     "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
     "export": (

@@ -1,9 +1,12 @@
-"""`selfplay new game NAME`: a complete game-plugin distribution, rendered from package data.
+"""`selfplay new KIND NAME`: a complete plug-in distribution, rendered from package data.
 
-The template lives in ``selfplay/templates/game-plugin``. Every file there ends in ``.tmpl``
-and is filled with `string.Template` (``${name}``, ``${package}``, ...); a folder called
-``__package__`` becomes the import package. No network and no templating service are needed,
-and a test renders, installs, tests and trains the result, so the template cannot rot.
+KIND is ``game``, ``objective``, ``reward`` or ``sampler``. The templates live in
+``selfplay/templates/``: ``common/`` (the pyproject every plug-in shares) and one folder per
+kind (its README, its package, its tests). Every file there ends in ``.tmpl`` and is filled
+with `string.Template` (``${name}``, ``${package}``, ...); a folder called ``__package__``
+becomes the import package. No network and no templating service are needed, and a test
+renders, installs, tests and trains each kind, so the templates cannot rot; docs/plugins.md
+shows them as rendered.
 
 The output is written to a hidden sibling folder first and renamed into place, so a failure
 never leaves a half-written plugin behind, and an existing folder is never overwritten.
@@ -16,6 +19,7 @@ import re
 import shutil
 import string
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,58 +30,91 @@ from selfplay.api.errors import ConfigError
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-TEMPLATE = "game-plugin"
 SUFFIX = ".tmpl"
+COMMON = "common"
 PACKAGE_FOLDER = "__package__"
 # Lowercase kebab-case starting with a letter, so that the import package and class name
 # derived from it are valid Python identifiers.
 NAME_RULE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What ``selfplay new KIND`` makes: the registry its name must be free in, the words a
+    user reads, and the one-line summary of the example it renders."""
+
+    registry: str
+    word: str
+    summary: str
+
+
+KINDS = {
+    "game": Kind("games", "game", "a race to a target number for two roles."),
+    "objective": Kind(
+        "objectives", "objective", "REINFORCE on whole answers, with a KL to the reference."
+    ),
+    "reward": Kind("rewards", "reward", "winning in fewer turns scores more."),
+    "sampler": Kind(
+        "opponent_samplers",
+        "opponent sampler",
+        "the learner itself, or a scripted player in a share of the seats.",
+    ),
+}
+
+
 class ScaffoldError(ConfigError):
     """`selfplay new` cannot create what was asked; the message names the value and the fix."""
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, kind: str = "game") -> str:
     if not NAME_RULE.match(name):
         raise ScaffoldError(
-            f"Game name {name!r} is not lowercase kebab-case: use lowercase letters, digits and "
-            "single hyphens, starting with a letter (for example 'my-duel')."
+            f"{KINDS[kind].word.capitalize()} name {name!r} is not lowercase kebab-case: use "
+            "lowercase letters, digits and single hyphens, starting with a letter (for example "
+            "'my-duel')."
         )
     return name
 
 
-def _check_free(name: str) -> None:
-    """Two plugins registering one game name cannot both load: refuse a taken name now."""
+def _check_free(name: str, kind: str) -> None:
+    """Two plugins registering one name cannot both load: refuse a taken name now."""
     from selfplay.plugins.manager import registries
 
-    games = registries().games
-    if name in games:
+    registry = getattr(registries(), KINDS[kind].registry)
+    if name in registry:
         raise ScaffoldError(
-            f"A game named {name!r} is already registered (by {games.entries[name].plugin}); "
-            "choose another name."
+            f"A {KINDS[kind].word} named {name!r} is already registered (by "
+            f"{registry.entries[name].plugin}); choose another name."
         )
 
 
-def template_values(name: str) -> dict[str, str]:
-    """What the template's ``${...}`` placeholders become for the game ``name``."""
-    words = check_name(name).split("-")
+def template_values(name: str, kind: str = "game") -> dict[str, str]:
+    """What the templates' ``${...}`` placeholders become for the plug-in ``name``."""
+    words = check_name(name, kind).split("-")
     return {
         "name": name,
+        "kind": KINDS[kind].word,
         "module": "_".join(words),
         "package": "selfplay_plugin_" + "_".join(words),
         "distribution": f"selfplay-plugin-{name}",
         "class_name": "".join(word.capitalize() for word in words),
         "title": " ".join(words).capitalize(),
-        "summary": "a race to a target number for two roles.",
+        "summary": KINDS[kind].summary,
         "selfplay_version": __version__,
     }
 
 
 def render_game_plugin(name: str, into: Path | str = ".") -> Path:
-    """Render the game-plugin template as ``into/selfplay-plugin-NAME``; returns that folder."""
-    values = template_values(name)
-    _check_free(name)
+    """`render_plugin` for a game."""
+    return render_plugin("game", name, into)
+
+
+def render_plugin(kind: str, name: str, into: Path | str = ".") -> Path:
+    """Render the ``kind`` template as ``into/selfplay-plugin-NAME``; returns that folder."""
+    if kind not in KINDS:
+        raise ScaffoldError(f"selfplay new {kind}: make one of {', '.join(KINDS)}.")
+    values = template_values(name, kind)
+    _check_free(name, kind)
     into = Path(into)
     target = into / values["distribution"]
     if target.exists():
@@ -88,8 +125,10 @@ def render_game_plugin(name: str, into: Path | str = ".") -> Path:
     try:
         into.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
-        for parts, source in template_files(resources.files("selfplay.templates") / TEMPLATE):
-            _write(staging, parts, source, values)
+        templates = resources.files("selfplay.templates")
+        for folder in (COMMON, kind):
+            for parts, source in template_files(templates / folder):
+                _write(staging, parts, source, values)
         os.replace(staging, target)
     except OSError as err:
         shutil.rmtree(staging, ignore_errors=True)

@@ -11,6 +11,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -323,9 +324,16 @@ def troubleshooting_hint(fired: dict[str, int]) -> str | None:
         return None
     what = ", ".join(f"{key} at iteration {it}" for key, it in sorted(fired.items()))
     return (
-        f"A monitor fired during this run ({what}): docs/troubleshooting.md says what each "
-        "symptom means and what to change."
+        f"A monitor fired during this run ({what}): {docs_page('troubleshooting.md')} says "
+        "what each symptom means and what to change."
     )
+
+
+def docs_page(name: str) -> Path:
+    """The installed copy of ``docs/NAME`` (the docs ship inside the package)."""
+    import selfplay
+
+    return Path(selfplay.__file__).resolve().parent / "docs" / name
 
 
 def _done(folder: Any) -> int:
