@@ -33,31 +33,22 @@ building a value is always cheap; comparing it runs in a killable worker anyway.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sympy
 
 from selfplay.verifiers import math_syntax as syntax
 from selfplay.verifiers.answers import ParseError, extract_answer
-from selfplay.verifiers.math_syntax import Token
+from selfplay.verifiers.math_syntax import (
+    Percent,
+    Relation,
+    Token,
+    as_set,
+    capped,
+    element,
+    interval,
+    scalar,
+)
 
-MAX_ITEMS = 50
-
-
-@dataclass(frozen=True)
-class Relation:
-    """An equation or inequality chain: ``items[0] ops[0] items[1] ops[1] items[2] ...``."""
-
-    ops: tuple[str, ...]
-    items: tuple[sympy.Expr, ...]
-
-
-@dataclass(frozen=True)
-class Percent:
-    """``value`` followed by a percent sign."""
-
-    value: sympy.Expr
-
+__all__ = ["Answer", "Parser", "Percent", "Relation", "parse_answer", "parse_span"]
 
 Answer = sympy.Basic | Relation | Percent
 
@@ -73,6 +64,8 @@ def parse_span(span: str) -> Answer:
     percent = tokens[-1][1] in ("%", "\\%")
     value = Parser(tokens[:-1] if percent else tokens).parse()
     if percent:
+        if syntax.assigned(value) is not None:
+            value = syntax.assigned(value)[1]  # type: ignore[index]
         if not isinstance(value, sympy.Expr):
             raise ParseError("only a number can be a percentage.")
         value = Percent(value)
@@ -109,15 +102,15 @@ class Parser:
             raise ParseError(f"unexpected {self.tokens[self.index][1]!r} after the answer.")
         if len(items) == 1:
             return items[0]
-        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
+        return sympy.FiniteSet(*(element(item) for item in capped(items)))
 
     # set_expression := relation (('\cup'|'\cap'|'\setminus') relation)*
     def set_expression(self) -> Answer:
         result = self.relation()
         while self.peek() in syntax.SET_OPS:
             op = self.take()[1]
-            right = _as_set(self.relation())
-            left = _as_set(result)
+            right = as_set(self.relation())
+            left = as_set(result)
             if op == "\\cup":
                 result = sympy.Union(left, right)
             elif op == "\\cap":
@@ -126,15 +119,24 @@ class Parser:
                 result = sympy.Complement(left, right)
         return result
 
-    # relation := sum (relop sum)*
+    # relation := group (relop group)*
     def relation(self) -> Answer:
-        items, ops = [self.sum()], []
+        items, ops = [self.group()], []
         while self.peek() in syntax.RELATIONS:
             ops.append(syntax.RELATIONS[self.take()[1]])
-            items.append(self.sum())
+            items.append(self.group())
         if not ops:
             return items[0]
-        return _relation(tuple(ops), items)
+        return syntax.relation(tuple(ops), items)
+
+    # group := sum (('\over'|'\choose') sum)?      (TeX's {1 \over 2} and {n \choose k})
+    def group(self) -> sympy.Basic:
+        top = self.sum()
+        if self.peek() not in ("\\over", "\\choose"):
+            return top
+        over = self.take()[1] == "\\over"
+        bottom = scalar(self.sum())
+        return syntax.divide(scalar(top), bottom) if over else syntax.binomial(scalar(top), bottom)
 
     # sum := term (('+'|'-') term)*
     def sum(self) -> sympy.Basic:
@@ -142,8 +144,8 @@ class Parser:
         result = self.term()
         while self.peek() in ("+", "-"):
             sign = self.take()[1]
-            right = _scalar(self.term())
-            result = sympy.Add(_scalar(result), right if sign == "+" else sympy.Mul(-1, right))
+            right = scalar(self.term())
+            result = sympy.Add(scalar(result), right if sign == "+" else sympy.Mul(-1, right))
         self.depth -= 1
         return result
 
@@ -154,11 +156,11 @@ class Parser:
             token = self.peek()
             if token in syntax.TIMES or token in syntax.DIVIDE:
                 self.take()
-                right = _scalar(self.unary())
+                right = scalar(self.unary())
                 divided = token in syntax.DIVIDE
-                result = syntax.divide(_scalar(result), right) if divided else result * right
+                result = syntax.divide(scalar(result), right) if divided else result * right
             elif self.starts_implicit_factor():
-                result = sympy.Mul(_scalar(result), _scalar(self.unary()))
+                result = sympy.Mul(scalar(result), scalar(self.unary()))
             else:
                 return result
 
@@ -175,7 +177,7 @@ class Parser:
         if self.peek() in ("+", "-"):
             sign = self.take()[1]
             self.enter()
-            operand = _scalar(self.unary())
+            operand = scalar(self.unary())
             self.depth -= 1
             return operand if sign == "+" else sympy.Mul(-1, operand)
         return self.power()
@@ -186,17 +188,19 @@ class Parser:
         if self.peek() in ("^", "**"):
             self.take()
             self.enter()
-            exponent = _scalar(self.unary())
+            exponent = scalar(self.unary())
             self.depth -= 1
-            return syntax.power(_scalar(base), exponent)
+            return syntax.power(scalar(base), exponent)
         return base
 
-    # postfix := atom '!'*
+    # postfix := atom ('!' | '!!')?      (5!! is the double factorial 5*3*1, never (5!)!)
     def postfix(self) -> sympy.Basic:
         result = self.atom()
-        while self.peek() == "!":
-            self.take()
-            result = syntax.factorial(_scalar(result))
+        if self.peek() in ("!", "!!"):
+            double = self.take()[1] == "!!"
+            result = syntax.factorial(scalar(result), double)
+            if self.peek() in ("!", "!!"):
+                raise ParseError("several factorial marks in a row are ambiguous; write (5!)!.")
         return result
 
     def atom(self) -> sympy.Basic:
@@ -208,7 +212,7 @@ class Parser:
         if text in ("{", "\\{"):
             return self.braced(text)
         if text == "|":
-            inner = _scalar(self.sum())
+            inner = scalar(self.group())
             self.expect("|")
             return sympy.Abs(inner)
         if kind == "name":
@@ -231,10 +235,10 @@ class Parser:
 
     def bracketed(self, opening: str) -> sympy.Basic:
         """``(a)`` groups; ``(a, b, ...)`` is a tuple; ``[a, b]``, ``(a, b]``, ``[a, b)``."""
-        items = [self.sum()]
+        items = [self.group()]
         while self.peek() == ",":
             self.take()
-            items.append(self.sum())
+            items.append(self.group())
         closing = self.take()[1]
         if closing not in (")", "]"):
             raise ParseError(f"expected ')' or ']' but found {closing!r}.")
@@ -244,10 +248,10 @@ class Parser:
                 raise ParseError(f"{opening!r} is closed by {closing!r}.")
             return items[0]
         if len(items) == 2 and pair != ("(", ")"):
-            return _interval(items[0], items[1], opening == "(", closing == ")")
+            return interval(items[0], items[1], opening == "(", closing == ")")
         if pair != ("(", ")"):
             raise ParseError("an interval has two ends, e.g. [1, 2).")
-        return sympy.Tuple(*(_element(item) for item in _capped(items)))
+        return sympy.Tuple(*(element(item) for item in capped(items)))
 
     def braced(self, opening: str) -> sympy.Basic:
         """``{a}`` groups (LaTeX); ``{a, b}`` and ``\\{a\\}`` are sets."""
@@ -262,7 +266,7 @@ class Parser:
         self.expect(closing)
         if opening == "{" and len(items) == 1:
             return items[0]
-        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
+        return sympy.FiniteSet(*(element(item) for item in capped(items)))
 
     def name(self, text: str) -> sympy.Basic:
         if text in syntax.FUNCTIONS:
@@ -282,7 +286,7 @@ class Parser:
             return syntax.binomial(top, self.fraction_part())
         if text == "\\sqrt" and self.peek() == "[":
             self.take()
-            index = _scalar(self.sum())
+            index = scalar(self.sum())
             self.expect("]")
             return syntax.power(self.argument(), syntax.divide(sympy.Integer(1), index))
         if text in syntax.LATEX_FUNCTIONS:
@@ -291,13 +295,21 @@ class Parser:
             return syntax.LATEX_CONSTANTS[text]
         if text in syntax.LATEX_EMPTY:
             return sympy.EmptySet
+        if text == "\\mathbb":
+            self.expect("{")
+            letter = self.take()[1]
+            self.expect("}")
+            if letter not in syntax.NUMBER_SETS:
+                known = ", ".join(syntax.NUMBER_SETS)
+                raise ParseError(f"\\mathbb{{{letter}}} is not a set the grammar knows ({known}).")
+            return syntax.NUMBER_SETS[letter]
         raise ParseError(f"LaTeX command {text!r} is not allowed in an answer.")
 
     def fraction_part(self) -> sympy.Expr:
         """``{expr}``, or one digit or letter as LaTeX reads ``\\frac12`` or ``\\frac ab``."""
         if self.peek() == "{":
             self.take()
-            inner = _scalar(self.sum())
+            inner = scalar(self.group())
             self.expect("}")
             return inner
         kind, text = self.take()
@@ -310,7 +322,7 @@ class Parser:
     def argument(self) -> sympy.Expr:
         """A function's argument: ``(x)``, ``{x}`` or a single factor (``\\sin x``)."""
         self.enter()
-        result = _scalar(self.postfix())
+        result = scalar(self.postfix())
         self.depth -= 1
         return result
 
@@ -333,57 +345,3 @@ class Parser:
         found = self.take()[1]
         if found != text:
             raise ParseError(f"expected {text!r} but found {found!r}.")
-
-
-# ---- building values ------------------------------------------------------------------------
-
-
-def _scalar(value: object) -> sympy.Expr:
-    """``value`` when it is a number or expression; arithmetic on anything else is an error."""
-    if isinstance(value, sympy.Expr):
-        return value
-    kind = type(value).__name__
-    raise ParseError(f"a {kind} cannot take part in arithmetic; write one answer.")
-
-
-def _element(value: object) -> sympy.Basic:
-    if isinstance(value, (sympy.Expr, sympy.Tuple)):
-        return value
-    raise ParseError("a tuple or set holds numbers or expressions, not sets or relations.")
-
-
-def _capped(items: list) -> list:
-    if len(items) > MAX_ITEMS:
-        raise ParseError(f"more than {MAX_ITEMS} items in one answer.")
-    return items
-
-
-def _as_set(value: object) -> sympy.Set:
-    """A set operand; a pair ``(a, b)`` next to ``\\cup`` is the open interval."""
-    if isinstance(value, sympy.Set):
-        return value
-    if isinstance(value, sympy.Tuple) and len(value) == 2:
-        return _interval(value[0], value[1], True, True)
-    raise ParseError("\\cup, \\cap and \\setminus join sets or intervals.")
-
-
-def _interval(low: object, high: object, left_open: bool, right_open: bool) -> sympy.Set:
-    try:
-        return sympy.Interval(_scalar(low), _scalar(high), left_open, right_open)
-    except (ValueError, TypeError) as err:
-        raise ParseError(f"not an interval: {err}") from None
-
-
-def _relation(ops: tuple[str, ...], items: list) -> Answer:
-    """Assignments and memberships become their value; other relations are kept as they are."""
-    if "in" in ops:
-        if ops != ("in",) or not isinstance(items[0], sympy.Symbol):
-            raise ParseError("write a membership as x \\in S.")
-        return _as_set(items[1])
-    if ops.count("=") > 1:
-        raise ParseError("write one answer, not a chain of equalities.")
-    if ops == ("=",) and isinstance(items[0], sympy.Symbol):
-        return items[1]
-    if "=" in ops and len(ops) > 1:
-        raise ParseError("an equality cannot be chained with an inequality.")
-    return Relation(ops, tuple(_scalar(item) for item in items))
