@@ -55,7 +55,7 @@ from selfplay.verifiers.math_syntax import assigned, pointing_up, relation_set
 
 CERTIFIED_DIGITS, MAX_DIGITS = 15, 2000
 REAL_POINTS, COMPLEX_POINTS, MIN_POINTS = 12, 4, 6
-MAX_EXPANDED_POWER = 64
+MAX_EXPANDED_POWER, MAX_PROOF_DIGITS = 64, 400
 NOT_SHOWN = "not equal (the difference could not be shown to be zero)"
 
 
@@ -226,11 +226,16 @@ def is_zero(value: sympy.Expr, prove: bool) -> bool | None:
     """Whether a number without symbols is zero: True or False when shown, else None."""
     if value == 0:
         return True
-    known = value.is_zero
+    small = _digits(value) <= MAX_PROOF_DIGITS  # beyond, sympy's own zero test can take minutes
+    known = value.is_zero if small else None
     if known is not None:
         return bool(known)
     plain = not value.has(sympy.Function, sympy.pi, sympy.E)
     if plain and _small_powers(value) and sympy.expand(value) == 0:
+        return True
+    logs = [node.args[0] for node in value.atoms(sympy.log)]
+    positive = logs and all(arg.is_Rational and arg > 0 for arg in logs)
+    if positive and sympy.expand_log(value, force=True) == 0:  # valid for positive arguments
         return True
     try:
         digits = value.evalf(CERTIFIED_DIGITS, strict=True, maxn=MAX_DIGITS if prove else 60)
@@ -238,7 +243,7 @@ def is_zero(value: sympy.Expr, prove: bool) -> bool | None:
             return False
     except PrecisionExhausted:
         pass
-    if not prove:
+    if not (prove and small):
         return None
     try:
         return sympy.minimal_polynomial(value, sympy.Dummy()).is_Symbol
@@ -292,6 +297,11 @@ def _value(expression: sympy.Expr, point: dict) -> sympy.Expr | None:
     number = value.evalf(CERTIFIED_DIGITS)
     parts = number.as_real_imag()
     return number if all(part.is_Number and part.is_finite for part in parts) else None
+
+
+def _digits(value: sympy.Expr) -> int:
+    """How many digits the rational numbers in ``value`` have (a proof's cost grows with it)."""
+    return sum(len(str(abs(r.p))) + len(str(r.q)) for r in value.atoms(sympy.Rational))
 
 
 def _small_powers(value: sympy.Expr) -> bool:
@@ -354,6 +364,8 @@ def _real_zeros(arguments: list[sympy.Expr], symbol: sympy.Symbol) -> list | Non
     argument is not a ratio of polynomials in ``symbol``."""
     zeros: set = set()
     for argument in arguments:
+        while isinstance(argument, (sympy.Abs, sympy.Pow)) and not argument.is_polynomial():
+            argument = argument.args[0]  # |u| and u^(1/2) vanish where u does
         for part in sympy.fraction(sympy.together(argument)):
             if not part.free_symbols:
                 continue

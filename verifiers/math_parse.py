@@ -90,6 +90,7 @@ class Parser:
         self.tokens = list(tokens)
         self.index = 0
         self.depth = 0
+        self.bars = 0  # open |...| around the current token: a bar there closes one
 
     def parse(self) -> Answer:
         if not self.tokens:
@@ -170,7 +171,7 @@ class Parser:
         kind, text = self.tokens[self.index]
         if kind in ("name", "cmd"):
             return text not in syntax.NOT_A_FACTOR
-        return text in ("(", "{")
+        return text in ("(", "{") or (text == "|" and self.bars == 0)
 
     # unary := ('+'|'-') unary | syntax.power
     def unary(self) -> sympy.Basic:
@@ -212,8 +213,10 @@ class Parser:
         if text in ("{", "\\{"):
             return self.braced(text)
         if text == "|":
+            self.bars += 1
             inner = scalar(self.group())
             self.expect("|")
+            self.bars -= 1
             return sympy.Abs(inner)
         if kind == "name":
             return self.name(text)
@@ -270,12 +273,25 @@ class Parser:
 
     def name(self, text: str) -> sympy.Basic:
         if text in syntax.FUNCTIONS:
-            return syntax.FUNCTIONS[text](self.argument())
+            return self.function(text)
         if text in syntax.CONSTANTS:
             return syntax.CONSTANTS[text]
         if len(text) == 1:
             return sympy.Symbol(text)
+        if len(text) <= 3 and text.lower() not in syntax.WORDS:
+            return sympy.Mul(*(self.name(letter) for letter in text))  # xy is x times y
         raise ParseError(f"unknown name {text!r}; only single-letter symbols are allowed.")
+
+    def function(self, name: str) -> sympy.Basic:
+        """``f(x)``; ``f^2 x`` is ``(f x)^2``, as LaTeX writes ``\\sin^2 x``."""
+        exponent = None
+        if self.peek() == "^" and name != "sqrt":
+            self.take()
+            exponent = scalar(self.postfix())
+            if not (exponent.is_Integer and exponent > 0):
+                raise ParseError(f"{name}^{exponent} is not in the grammar; write ({name} x)^2.")
+        value = syntax.FUNCTIONS[name](self.argument())
+        return value if exponent is None else syntax.power(value, exponent)
 
     def command(self, text: str) -> sympy.Basic:
         if text in syntax.FRACTIONS:
@@ -290,7 +306,7 @@ class Parser:
             self.expect("]")
             return syntax.power(self.argument(), syntax.divide(sympy.Integer(1), index))
         if text in syntax.LATEX_FUNCTIONS:
-            return syntax.FUNCTIONS[text[1:]](self.argument())
+            return self.function(text[1:])
         if text in syntax.LATEX_CONSTANTS:
             return syntax.LATEX_CONSTANTS[text]
         if text in syntax.LATEX_EMPTY:

@@ -90,12 +90,13 @@ MAX_DEPTH = 30
 MAX_NUMBER_DIGITS = 200
 MAX_EXPONENT = 100_000
 MAX_POWER_BITS = 400_000
+MAX_ROOT_BITS = 2000
 MAX_FACTORIAL = 5000
 
 # ---- the vocabulary: every name and command the parser knows ---------------------------------
 
 FUNCTIONS: dict[str, Callable[[sympy.Expr], sympy.Expr]] = {
-    "sqrt": sympy.sqrt,
+    "sqrt": lambda value: power(value, sympy.Rational(1, 2)),
     "sin": sympy.sin,
     "cos": sympy.cos,
     "tan": sympy.tan,
@@ -130,6 +131,15 @@ RELATIONS = {
     "=": "=",
     "\\in": "in",
 }
+# Short words that are prose or functions outside the grammar, never a product of letters
+# (``xy`` is x times y; ``or`` in "2 or 3" is not o times r).
+WORDS_TEXT = (
+    "an and are as at be but by can do for get got has he if in is it its let may no nor "
+    "not now of on or our out so the to too two us was we yes yet you all any one six ten "
+    "few per via way new old off own see say set use sum max min mod gcd lcm arg det deg "
+    "lim sec csc cot sgn erf tg ctg arc sin cos tan log ln exp abs sqrt"
+)
+WORDS = frozenset(WORDS_TEXT.split())
 NUMBER_SETS = {"R": sympy.S.Reals, "Z": sympy.S.Integers, "Q": sympy.S.Rationals}
 NOT_A_FACTOR = TIMES | DIVIDE | SET_OPS | set(RELATIONS) | {"\\}", "\\%", "\\over", "\\choose"}
 
@@ -204,6 +214,8 @@ def power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
             raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
         if base.is_Rational and bits(base) * abs(exponent) > MAX_POWER_BITS:
             raise ParseError("the power is too large to compare.")
+        if base.is_Rational and not exponent.is_Integer and bits(base) > MAX_ROOT_BITS:
+            raise ParseError(f"a root of a number above {MAX_ROOT_BITS} bits is too costly.")
     elif not exponent.free_symbols and exponent.has(sympy.Pow) and base.is_Number:
         # a constant tower like 2^(3^(1/2)*10^5) stays symbolic; keep it bounded all the same
         bound = sympy.Abs(exponent).evalf(15)
