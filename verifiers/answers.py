@@ -107,8 +107,8 @@ def find_statements(
     other_lines = _distinct(lines, seen)
     if len(other_boxes) + len(other_lines) > MAX_STATEMENTS:
         raise ParseError(
-            f"the reply states more than {MAX_STATEMENTS} different answers; state one final "
-            "answer."
+            f"the reply states more than {MAX_STATEMENTS} different final answers; a reply must "
+            "state exactly one final answer."
         )
     return Statements(final.strip(), tuple(other_boxes), tuple(other_lines))
 
