@@ -325,16 +325,16 @@ def outcome(namespace: dict, call: list) -> list:
 
 def fake_clocks(start: float) -> None:
     """Make the standard clocks run from ``start`` (seconds since the epoch) instead of now."""
-    shift = start - time.time()
-    for name in ("time", "monotonic", "perf_counter"):
+    now = time.time()  # every clock reads ``start`` now, then runs on
+    for name in ("time", "monotonic", "perf_counter", "clock_gettime"):
         clock, clock_ns = getattr(time, name), getattr(time, f"{name}_ns")
-        setattr(time, name, lambda clock=clock: clock() + shift)
-        setattr(time, f"{name}_ns", lambda clock=clock_ns: clock() + int(shift * 1e9))
+        shift = start - (now if name in ("time", "clock_gettime") else clock())
+        setattr(time, name, lambda *at, clock=clock, shift=shift: clock(*at) + shift)
+        nanos = int(shift * 1e9)
+        setattr(time, f"{name}_ns", lambda *at, clock=clock_ns, nanos=nanos: clock(*at) + nanos)
     for name in ("localtime", "gmtime", "ctime"):
         real = getattr(time, name)
-        setattr(
-            time, name, lambda secs=None, real=real: real(time.time() if secs is None else secs)
-        )
+        setattr(time, name, lambda at=None, real=real: real(time.time() if at is None else at))
     strftime, asctime = time.strftime, time.asctime
     time.strftime = lambda form, t=None: strftime(form, time.localtime() if t is None else t)
     time.asctime = lambda t=None: asctime(time.localtime() if t is None else t)
@@ -349,13 +349,11 @@ def fake_clocks(start: float) -> None:
         def now(cls, tz=None):
             return cls.fromtimestamp(time.time(), tz)
 
-        @classmethod
-        def utcnow(cls):
-            return cls.fromtimestamp(time.time(), datetime.timezone.utc).replace(tzinfo=None)
-
         today = now
+        utcnow = classmethod(lambda cls: cls.now(datetime.timezone.utc).replace(tzinfo=None))
 
-    datetime.date, datetime.datetime = Date, DateTime
+    for module in (datetime, sys.modules.get("_datetime", datetime)):
+        module.date, module.datetime = Date, DateTime
 
 
 def write_all(fd: int, data: bytes) -> None:
