@@ -6,25 +6,28 @@ sympy constructors (``Integer``, ``Rational``, ``Add``, ``Mul``, ``Pow``, ``Symb
 ``Tuple``, ``FiniteSet``, ``Interval``, ``Union`` and a few functions). ``eval``, ``exec``,
 ``sympify`` and ``parse_expr`` are never called, so no text can reach Python's interpreter.
 
-What an answer may be:
+What an answer may be (docs/verifiers.md has the table):
 - an expression: numbers (``3``, ``2.5``, ``.5``, ``1e-3``; decimals are exact rationals),
-  ``+ - * / ^ **``, postfix ``!``, parentheses and braces, ``|x|``, implicit multiplication
-  (``2x``, ``3\\pi``, ``2(x+1)``, ``4i``; two numbers side by side are an error, never a
-  product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs, the constants
-  pi, e, i (the imaginary unit) and infinity (``\\infty``, ``oo``), single-letter symbols,
-  and the LaTeX forms ``\\frac{a}{b}`` (also ``\\frac12``, ``\\dfrac``, ``\\tfrac``), a mixed
-  number ``2\\frac{1}{2}`` (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``,
-  ``\\cdot``, ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
+  ``+ - * / ^ **``, postfix ``!`` and ``!!`` (the double factorial), parentheses and braces,
+  ``|x|``, implicit multiplication (``2x``, ``3\\pi``, ``2(x+1)``, ``2|x|``, ``4i``, ``xy``:
+  two or three letters that are not a word in ``WORDS``; two numbers side by side are an
+  error, never a product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs
+  (``\\sin^2 x`` is (sin x)^2), the constants pi, e, i (the imaginary unit) and infinity
+  (``\\infty``, ``oo``), single-letter symbols, and the LaTeX forms ``\\frac{a}{b}`` (also
+  ``\\frac12``, ``\\dfrac``, ``\\tfrac``, ``a \\over b``), a mixed number ``2\\frac{1}{2}``
+  (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``, ``n \\choose k``, ``\\cdot``,
+  ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
 - a percentage: an expression followed by ``%``, ``\\%`` or ``percent`` (see
   ``math_equivalence`` for what it equals);
-- a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``); a list of answers
-  ``1, 2`` (read as a set); an interval ``[a, b]``, ``(a, b]``, ``[a, b)`` (``(a, b)`` is a
-  tuple that also equals the open interval); unions, intersections and differences of those
-  (``\\cup``, ``\\cap``, ``\\setminus``);
-- an assignment ``x = 5``, which is its right-hand side; ``x \\in [1, 2]``, which is the set;
-- an equation or an inequality (``y^2 = 4x``, ``x \\le 3``, ``1 < x < 2``), kept as a
-  ``Relation``. ``1 = 1`` is an equation, not the number 1; ``==`` is not in the grammar, nor
-  is a chain of equalities.
+- a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``, ``\\mathbb{R}``,
+  ``\\mathbb{Z}``, ``\\mathbb{Q}``); a list of answers ``1, 2`` (read as a set; ``x = 2, x = 3``
+  too); an interval ``[a, b]``, ``(a, b]``, ``[a, b)`` (``(a, b)`` is a tuple that also
+  equals the open interval); unions, intersections and differences of those (``\\cup``,
+  ``\\cap``, ``\\setminus``); ``x \\in [1, 2]``, which is the set;
+- an equation or an inequality (``x = 5``, ``y^2 = 4x``, ``x \\le 3``, ``1 < x < 2``), kept as
+  a ``Relation`` (``math_equivalence`` reads ``x = 5`` as the assignment of 5 to x).
+  ``1 = 1`` is an equation, not the number 1; ``==`` is not in the grammar, nor is a chain
+  of equalities.
 
 Nothing else: no other names, no underscores, no strings, no attribute access. Caps bound the
 answer's length, the nesting depth, exponents, the size of a power and factorial arguments, so
