@@ -1,42 +1,32 @@
 """Are two answers equal? Exact values are equal only when shown to be; runs in the worker.
 
-Numbers and expressions (symbols stand for real numbers):
-1. two rational numbers (integers, fractions, decimals read as exact rationals) are equal or
-   not, full stop: ``0.1+0.2`` equals ``0.3``, ``10^-30`` differs from ``0``;
-2. other numbers without symbols are equal when their difference is shown to be zero: it
-   vanishes when built, simplifies to zero, or (for algebraic numbers such as nested roots and
-   ``\\cos(\\pi/7)``) its minimal polynomial is ``x``. A difference shown to be non-zero, by
-   certified evaluation to as many digits as it takes, is not equal, however small:
-   ``\\pi + 10^{-40}`` differs from ``\\pi``. A difference that is neither (only tiny) fails;
-3. expressions with symbols are first evaluated at many points drawn from a generator seeded
-   by a hash of both expressions (a verdict is a pure function of its inputs): positive,
-   negative, small, large and fractional values with large prime denominators, and complex
-   values where both sides are analytic (no ``|.|``, roots or logarithms of a symbol). A point
-   where they differ, or where one side is defined and the other is not, fails them, so
-   ``|x|/x`` is not ``1`` and ``\\sqrt{x^2}`` is not ``x``. Agreement is then shown exactly:
-   the difference expands or simplifies to zero, or it is exactly zero at every point, where
-   the points of a non-analytic side cover every piece between the real zeros of its
-   ``|.|``, root and logarithm arguments (one variable; else only the simplification counts);
-4. the ``tolerance`` option (passed here only when the reference states a decimal) accepts a
-   relative difference up to it; exact values never get one.
+docs/verifiers.md states these rules with tables of what passes and what fails.
 
-Other kinds of answer (see ``math_parse``):
-- tuples are equal element by element, in order; sets (and lists of answers) element by
-  element in any order; a set of one element equals that element;
-- intervals are equal when both ends are equal and both ends are open or closed alike; a
-  pair ``(a, b)`` equals the open interval; unions are equal piece by piece; ``\\mathbb{R}``
-  is ``(-\\infty, \\infty)``;
-- a percentage ``p%`` equals ``p/100`` and also ``p`` itself (a reference that counts in
-  percent, as in "what percent ..."), whichever side carries the sign;
-- an assignment ``x = v`` (also ``v = x``) equals ``v`` where the other side is not an
-  equation; two equations are equal when they assign the same variable equal values, or when
-  the differences of their sides are a constant non-zero multiple of each other, shown
-  exactly (the same solution set: ``2x = 6`` is ``x = 3``; ``x = 2x+1`` is not ``y = 2x+1``);
-- an inequality in one variable with constant bounds is the set it describes, so ``x \\le 3``
-  as the reference accepts ``(-\\infty, 3]``. The converse is refused on purpose: where an
-  interval is asked for, restating the problem's inequality is not solving it; other
-  inequalities are equal up to a positive constant factor, after ``>`` is turned round.
-Answers of different kinds (a set and a number, an equation and a number) are not equal.
+Numbers and expressions (symbols stand for real numbers):
+1. two rationals (integers, fractions, decimals read as exact rationals) are equal or not;
+2. other numbers without symbols are equal when their difference is shown to be zero (it
+   vanishes when built, simplifies to zero, or its minimal polynomial is ``x``), and unequal
+   when certified evaluation shows it non-zero, however small (``\\pi + 10^{-40}`` is not
+   ``\\pi``); a difference that is neither fails;
+3. expressions with symbols are evaluated at points drawn from a generator seeded by a hash
+   of both expressions: positive, negative, small, large and fractional values with large
+   prime denominators, complex ones where both sides are analytic (no ``|.|``, roots or
+   logarithms of a symbol). A point where they differ, or where one side alone is defined,
+   fails them. Agreement is then shown exactly: the difference expands or simplifies to
+   zero, or it is exactly zero at the points, which for a non-analytic side of one variable
+   cover every piece between the real zeros of its ``|.|``, root and logarithm arguments;
+4. the ``tolerance`` option (passed here only when the reference states a decimal) accepts a
+   relative difference up to it.
+
+Other kinds: tuples element by element in order; sets in any order (a set of one element is
+that element); intervals by their ends, open or closed alike (a pair ``(a, b)`` is the open
+interval; ``\\mathbb{R}`` is ``(-\\infty, \\infty)``); a percentage ``p%`` equals ``p/100``
+and ``p``; an assignment ``x = v`` (or ``v = x``) equals ``v`` beside anything but an
+equation; two equations are equal when they assign one variable equal values, or when the
+differences of their sides are a constant non-zero multiple of each other, shown exactly; an
+inequality in one variable with constant bounds, as the reference, is the set it describes
+(the converse is refused: restating the problem's inequality is not solving it); other
+inequalities are equal up to a positive factor. Different kinds are not equal.
 """
 
 from __future__ import annotations
@@ -54,7 +44,7 @@ from selfplay.verifiers.math_parse import Answer, Percent, Relation
 from selfplay.verifiers.math_syntax import assigned, pointing_up, relation_set
 
 CERTIFIED_DIGITS, MAX_DIGITS = 15, 2000
-REAL_POINTS, COMPLEX_POINTS, MIN_POINTS = 12, 4, 6
+REAL_POINTS, COMPLEX_POINTS, MIN_POINTS, EXACT_POINTS = 12, 4, 6, 8
 MAX_EXPANDED_POWER, MAX_PROOF_DIGITS = 64, 400
 NOT_SHOWN = "not equal (the difference could not be shown to be zero)"
 
@@ -226,13 +216,15 @@ def is_zero(value: sympy.Expr, prove: bool) -> bool | None:
     """Whether a number without symbols is zero: True or False when shown, else None."""
     if value == 0:
         return True
+    plain = not value.has(sympy.Function, sympy.pi, sympy.E)
+    if plain and _small_powers(value):
+        expanded = sympy.expand(value)
+        if expanded == 0 or expanded.is_Rational:
+            return expanded == 0
     small = _digits(value) <= MAX_PROOF_DIGITS  # beyond, sympy's own zero test can take minutes
     known = value.is_zero if small else None
     if known is not None:
         return bool(known)
-    plain = not value.has(sympy.Function, sympy.pi, sympy.E)
-    if plain and _small_powers(value) and sympy.expand(value) == 0:
-        return True
     logs = [node.args[0] for node in value.atoms(sympy.log)]
     positive = logs and all(arg.is_Rational and arg > 0 for arg in logs)
     if positive and sympy.expand_log(value, force=True) == 0:  # valid for positive arguments
@@ -269,8 +261,8 @@ def _compare_expressions(
 ) -> tuple[str, str]:
     if _small_powers(difference) and sympy.expand(difference) == 0:
         return "pass", "equal after expansion"
-    points, covering = _points(answer, expected)
-    exact = []
+    points, covering, checked = _points(answer, expected)
+    close = []
     for point in points:
         a, b = _value(answer, point), _value(expected, point)
         if a is None and b is None:
@@ -278,25 +270,40 @@ def _compare_expressions(
         where = ", ".join(f"{symbol} = {value}" for symbol, value in point.items())
         if a is None or b is None:
             return "fail", f"not equal (one side is undefined at {where} and the other is not)"
-        zero = is_zero(difference.subs(point), prove=False)
-        if zero is False:
+        if _apart(a, b):
             return "fail", f"not equal (they differ at {where})"
-        exact.append(zero)
-    if covering and len(exact) >= MIN_POINTS and all(exact):
-        return "pass", f"equal: exactly the same value at {len(exact)} sampled points"
-    if sympy.simplify(difference) == 0 or sympy.simplify(_factored(difference)) == 0:
+        close.append((point, where))
+    # exactly, where it is cheap: no symbol in an exponent (a rational power of a rational
+    # with a large prime denominator costs a factorisation)
+    exponents = any(p.exp.free_symbols for p in difference.atoms(sympy.Pow))
+    if covering and len(close) >= MIN_POINTS and not exponents:
+        zeros = [is_zero(difference.subs(point), prove=False) for point, _ in close[:checked]]
+        if False in zeros:
+            return "fail", f"not equal (they differ at {close[zeros.index(False)][1]})"
+        if all(zeros):
+            return "pass", f"equal: exactly the same value at {len(zeros)} sampled points"
+    rewritten = difference.rewrite(sympy.exp) if exponents else _factored(difference)
+    if sympy.simplify(difference) == 0 or sympy.simplify(rewritten) == 0:
         return "pass", "equal after simplification"
     return "fail", NOT_SHOWN
 
 
 def _value(expression: sympy.Expr, point: dict) -> sympy.Expr | None:
     """The value at ``point`` to 15 digits, None where it is undefined or infinite."""
-    value = expression.subs(point)
-    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+    number = expression.evalf(CERTIFIED_DIGITS, subs=point)
+    if number.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         return None
-    number = value.evalf(CERTIFIED_DIGITS)
     parts = number.as_real_imag()
     return number if all(part.is_Number and part.is_finite for part in parts) else None
+
+
+def _apart(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether two values known to 15 digits clearly differ (by over a millionth of their
+    size); a value whose digits were lost in cancellation decides nothing."""
+    parts = [part for value in (a, b) for part in value.as_real_imag() if part != 0]
+    if any(getattr(part, "_prec", 53) < 20 for part in parts):
+        return False
+    return bool(sympy.Abs(a - b) > sympy.Float("1e-6") * sympy.Max(sympy.Abs(a), sympy.Abs(b)))
 
 
 def _digits(value: sympy.Expr) -> int:
@@ -324,9 +331,9 @@ def _critical(expression: sympy.Expr) -> list[sympy.Expr]:
     return [item for item in found if item.free_symbols]
 
 
-def _points(answer: sympy.Expr, expected: sympy.Expr) -> tuple[list[dict], bool]:
-    """The sample points, and whether they show equality (analytic sides, or the pieces of
-    one variable's non-analytic sides all covered)."""
+def _points(answer: sympy.Expr, expected: sympy.Expr) -> tuple[list[dict], bool, int]:
+    """The sample points; whether they can show equality (analytic sides, or the pieces of
+    one variable's non-analytic sides all covered); how many, first, to check exactly."""
     symbols = sorted((answer - expected).free_symbols, key=str)
     seed = hashlib.sha256(f"{sympy.srepr(answer)}\n{sympy.srepr(expected)}".encode()).digest()
     rng = random.Random(seed)
@@ -337,16 +344,17 @@ def _points(answer: sympy.Expr, expected: sympy.Expr) -> tuple[list[dict], bool]
             {s: _real(rng, k) + sympy.I * _real(rng, k + 1) for s in symbols}
             for k in range(COMPLEX_POINTS)
         ]
-        return points + complex_points, True
+        return points + complex_points, True, EXACT_POINTS
     cuts = _real_zeros(critical, symbols[0]) if len(symbols) == 1 else None
     if not cuts:
-        return points, cuts is not None
+        return points, cuts is not None, EXACT_POINTS
     ends = [cuts[0] - 1 - _real(rng, 1), *cuts, cuts[-1] + 1 + _real(rng, 1)]
-    for low, high in itertools.pairwise(ends):
-        for _ in range(2):
-            share = _real(rng, 0)
-            points.append({symbols[0]: low + (high - low) * share})
-    return points, True
+    pieces = [
+        {symbols[0]: low + (high - low) * _real(rng, 0)}
+        for low, high in itertools.pairwise(ends)
+        for _ in range(2)
+    ]
+    return pieces + points, True, max(EXACT_POINTS, len(pieces))
 
 
 def _real(rng: random.Random, k: int) -> sympy.Rational:
