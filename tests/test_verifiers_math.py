@@ -179,7 +179,8 @@ def test_a_dead_worker_is_an_error_and_the_next_check_works(verifier):
 
 
 def test_a_timeout_replaces_the_worker(verifier):
-    assert verifier.verify("(x+1)^100000 - x", "1").status == "timeout"
+    slow = verifier.verify("(x+1)^{99999}(x-1)^{99999}", "(x^2-1)^{99999}")  # exact at 8 points
+    assert slow.status == "timeout"
     assert verifier.verify(RIGHT, REFERENCE).status == "pass"
 
 

@@ -312,11 +312,11 @@ def _digits(value: sympy.Expr) -> int:
 
 
 def _small_powers(value: sympy.Expr) -> bool:
-    """No integer power above ``MAX_EXPANDED_POWER`` (expanding one could take forever)."""
+    """No power above ``MAX_EXPANDED_POWER`` (expanding one could take forever)."""
     return all(
         abs(node.exp) <= MAX_EXPANDED_POWER
         for node in sympy.preorder_traversal(value)
-        if isinstance(node, sympy.Pow) and node.exp.is_Integer
+        if isinstance(node, sympy.Pow) and node.exp.is_Rational
     )
 
 
