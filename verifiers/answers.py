@@ -134,7 +134,7 @@ def _action(text: str, answer_pattern: re.Pattern[str] | str | None) -> str | No
     if ASK.match(span):
         raise ParseError(
             f"the reply ends with a clarification request ({span.strip()[:40]!r}), which is "
-            "a question, not an answer."
+            "a question, not an answer; end with the answer itself."
         )
     return _cut(span).strip()
 

@@ -263,7 +263,7 @@ def _supervise(
         if watch is not None and ready and now >= next_watch:
             next_watch = now + WATCH_SECONDS
             if _over_disk(*watch):
-                why = f"the program wrote more than {watch[1]} MiB (or {MAX_WATCHED_FILES} files)"
+                why = f"the program wrote more than {watch[1]} MiB or {MAX_WATCHED_FILES} files"
                 return "disk", bytes(report), why, deadline
         if open_pipe:
             open_pipe = _drain(report_fd, report, 0.02)

@@ -215,7 +215,9 @@ def power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
         if base.is_Rational and bits(base) * abs(exponent) > MAX_POWER_BITS:
             raise ParseError("the power is too large to compare.")
         if base.is_Rational and not exponent.is_Integer and bits(base) > MAX_ROOT_BITS:
-            raise ParseError(f"a root of a number above {MAX_ROOT_BITS} bits is too costly.")
+            raise ParseError(
+                f"a root of a number above {MAX_ROOT_BITS} bits is too costly; simplify it."
+            )
     elif not exponent.free_symbols and exponent.has(sympy.Pow) and base.is_Number:
         # a constant tower like 2^(3^(1/2)*10^5) stays symbolic; keep it bounded all the same
         bound = sympy.Abs(exponent).evalf(15)
