@@ -37,7 +37,7 @@ from selfplay.games.banks import (
     Problem,
     load_bank,
 )
-from selfplay.games.verified import game_verifier
+from selfplay.games.verified import game_verifier, reply_verdict
 from selfplay.plugins.hookspecs import hookimpl
 
 ROLE = "solver"
@@ -201,7 +201,8 @@ class MathSolver(Game):
         index = state.turn + sum(state.invalid.values())  # every earlier turn, valid or not
         hinted = self._hint_due(state)
         moved, action = super().judge(state, role, text)
-        verdict = "invalid" if action is None else self.verify(action, state.answer)
+        reply = self.options.answer_prefix + text
+        verdict = "invalid" if action is None else self.verify_reply(reply, action, state.answer)
         update: dict[str, Any] = {"verdicts": (*state.verdicts, verdict)}
         if hinted:
             update["hinted_turns"] = (*state.hinted_turns, index)
@@ -209,6 +210,10 @@ class MathSolver(Game):
 
     def verify(self, candidate: str, reference: str) -> str:
         return game_verifier(self).verify(candidate, reference).status
+
+    def verify_reply(self, reply: str, action: str, reference: str) -> str:
+        """The verdict on a whole reply: one final answer (see games.verified)."""
+        return reply_verdict(self, reply, action, reference).status
 
     def result(self, state: MathSolverState) -> Payoffs | None:
         """The share of the G answers that passed (a hinted answer does not count)."""
@@ -250,7 +255,7 @@ class MathSolver(Game):
     def check_answer(self, state: MathSolverState, role: Role, text: str) -> bool:
         """The AnswerCheck capability: would ``text`` pass as an answer here?"""
         action, _ = self.action_of(text, state, role)
-        return action is not None and self.verify(action, state.answer) == "pass"
+        return action is not None and self.verify_reply(text, action, state.answer) == "pass"
 
     def task_reply(self, state: MathSolverState, role: Role) -> str:
         raise ValueError("math-solver has one role; no other role ever answers.")

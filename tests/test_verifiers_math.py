@@ -152,14 +152,18 @@ def test_equivalence(verifier, candidate, reference, equal):
     assert verdict.status == ("pass" if equal else "fail"), verdict.detail
 
 
-def test_tolerance_accepts_approximate_answers_only_when_asked(verifier):
+def test_tolerance_applies_only_to_a_decimal_the_reference_states(verifier):
     loose = MathVerifier(timeout=TIMEOUT, tolerance=1e-4)
     try:
-        assert loose.verify("3.14159", "pi").status == "pass"
-        assert loose.verify("3.15", "pi").status == "fail"
+        assert loose.verify("pi", "3.14159").status == "pass"
+        assert loose.verify("3.1416", "3.14159").status == "pass"
+        assert loose.verify("pi", "3.15").status == "fail"
+        assert loose.verify("3.14159", "pi").status == "fail"  # an exact reference: no tolerance
+        assert loose.verify(r"\pi + 10^{-6}", r"\pi").status == "fail"
     finally:
         loose.close()
     assert verifier.verify("3.14159", "pi").status == "fail"
+    assert verifier.verify("pi", "3.14159").status == "fail"
 
 
 def test_unreadable_reference_is_an_error_not_a_fail(verifier):
@@ -175,7 +179,8 @@ def test_a_dead_worker_is_an_error_and_the_next_check_works(verifier):
 
 
 def test_a_timeout_replaces_the_worker(verifier):
-    assert verifier.verify("(x+1)^100000 - x", "1").status == "timeout"
+    slow = verifier.verify("(x+1)^{99999}(x-1)^{99999}", "(x^2-1)^{99999}")  # exact at 8 points
+    assert slow.status == "timeout"
     assert verifier.verify(RIGHT, REFERENCE).status == "pass"
 
 
@@ -337,9 +342,12 @@ def test_the_answer_span_rule(verifier):
     bracket = r"\[([^\[\]\n]{1,40})\]"
     assert verifier.verify("so I answer [7] now", "7", answer_pattern=bracket).status == "pass"
     assert verifier.verify("so I answer [7] now", "7").status == "fail"
-    boxed_then_span = r"\boxed{3} and then [7]"
+    boxed_then_span = r"\boxed{7} and then [7]"  # the game's span is the answer; the box agrees
     assert verifier.verify(boxed_then_span, "7", answer_pattern=bracket).status == "pass"
-    assert verifier.verify(boxed_then_span, "3").status == "pass"
+    assert verifier.verify(boxed_then_span, "7").status == "pass"
+    hedged = verifier.verify(r"\boxed{3} and then [7]", "7", answer_pattern=bracket)
+    assert hedged.status == "fail" and "different final answers" in hedged.detail
+    assert verifier.verify("[3] and then [7]", "7", answer_pattern=bracket).status == "pass"
     long_work = "Let me work.\n" * 5 + "So the final answer is 12."
     assert verifier.verify(long_work, "12").status == "pass"
     assert verifier.verify(long_work.replace("So the final answer is", "I got"), "12").status == (

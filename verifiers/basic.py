@@ -1,9 +1,11 @@
 """The ``exact`` and ``numeric`` verifiers: plain string and number comparison.
 
-``numeric`` (and ``exact`` with ``extract_answer`` on) read the answer span of a text by the
+``numeric`` (and ``exact`` with ``extract_answer`` on) read the final answer of a text by the
 rule in ``answers`` (the last ``\\boxed{...}``, an ``answer: ...`` line, a one-line text;
-never the last number anywhere). For ``numeric`` the span must then be one number (``x = 5``,
-``$1,000$`` and a final full stop allowed); a span with words around its number is no answer.
+never the last number anywhere), and fail a reply whose other answer statements state a
+different answer (hedging): for ``exact`` its other boxes, for ``numeric`` its other boxes and
+the answer lines that hold a number. For ``numeric`` the answer must be one number (``x = 5``,
+``$1,000$``, a Unicode minus and a final full stop allowed); words around it make it no answer.
 Numbers are read with ``fractions.Fraction`` from a strictly matched literal, so ``0.1`` is
 exactly 1/10 and no text is evaluated.
 """
@@ -18,11 +20,12 @@ from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.answers import MAX_TEXT_CHARS, ParseError, extract_answer
+from selfplay.verifiers.answers import ParseError, find_statements, hedge_detail
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?(?:/\d+)?")
 SPACES = re.compile(r"\s+")
-DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u2009\u202f](?=\d{3}(?!\d))")
+MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
 ASSIGNMENT = re.compile(r"^[A-Za-z]\s*=\s*")
 
 
@@ -40,17 +43,20 @@ class Exact(Verifier):
     Options = ExactOptions
 
     def check(self, candidate: str, reference: str, **ctx: Any) -> Verdict:
-        if self._normal(candidate) == self._normal(reference):
-            return Verdict("pass", "same text")
-        return Verdict("fail", "different text")
+        if not self.options.extract_answer:
+            same = self._normal(candidate) == self._normal(reference)
+            return Verdict("pass", "same text") if same else Verdict("fail", "different text")
+        try:
+            expected = self._normal(find_statements(reference).final)
+            found = find_statements(candidate)
+        except ParseError as err:
+            return Verdict("fail", str(err))
+        answers = list(dict.fromkeys(self._normal(s) for s in (found.final, *found.boxes)))
+        if len(answers) > 1:
+            return Verdict("fail", hedge_detail(answers))
+        return Verdict("pass" if answers[0] == expected else "fail", "same or different text")
 
     def _normal(self, text: str) -> str:
-        text = text[-MAX_TEXT_CHARS:]
-        if self.options.extract_answer:
-            try:
-                text = extract_answer(text)
-            except ParseError:
-                return "\0no answer"  # never equal to a normalised text
         text = SPACES.sub(" ", text).strip().removesuffix(".").strip()
         return text if self.options.case_sensitive else text.casefold()
 
@@ -73,6 +79,11 @@ class Numeric(Verifier):
         answer = read_number(candidate)
         if answer is None:
             return Verdict("fail", "no number in the answer")
+        found = find_statements(candidate)
+        others = [text for text in found.boxes if _number(text) != answer]
+        others += [text for text in found.lines if _number(text) not in (None, answer)]
+        if others:
+            return Verdict("fail", hedge_detail([found.final, *others]))
         allowed = Fraction(self.options.absolute) + Fraction(self.options.relative) * abs(expected)
         if abs(answer - expected) <= allowed:
             return Verdict("pass", "equal within tolerance")
@@ -80,12 +91,15 @@ class Numeric(Verifier):
 
 
 def read_number(text: str) -> Fraction | None:
-    """The number in the answer part of ``text`` as an exact fraction, or None."""
+    """The number in the final answer of ``text`` as an exact fraction, or None."""
     try:
-        answer = extract_answer(text[-MAX_TEXT_CHARS:])
+        return _number(find_statements(text).final)
     except ParseError:
         return None
-    answer = answer.replace("$", "").strip().removesuffix(".").strip()
+
+
+def _number(answer: str) -> Fraction | None:
+    answer = answer.translate(MINUS).replace("$", "").strip().removesuffix(".").strip()
     answer = ASSIGNMENT.sub("", DIGIT_GROUP.sub("", answer))
     if NUMBER.fullmatch(answer) is None:
         return None

@@ -18,11 +18,13 @@ correct without being correct, and that knows this code. Two different things ar
    codes, output and markers mean nothing; a missing or unreadable report fails every call.
    The expected values stay secret as long as the program cannot read the parent's memory
    or files: Landlock (below) denies it ``/proc``, ``ptrace`` of processes outside its own
-   domain and every file outside the interpreter and system folders. Files inside those
-   folders stay readable, so a package installed there (this one too, as a wheel, with its
-   seed banks) is visible: a bank's held-out tasks are not secret from a program, which
-   matters for evaluation only, never for a training reward. Where Landlock is missing, a
-   program may read any file the user can (a task bank, a run folder).
+   domain, every file outside the interpreter and system folders, and every file of this
+   package wherever it is installed (editable, or a wheel inside those folders): its code and
+   its data, such as the code-task bank. Where Landlock is missing, a program may read any
+   file the user can (a task bank, a run folder).
+   The parent's own work is bounded too: the report is read only until the deadline (a
+   process the program left behind holding the pipe is killed, not waited for), and
+   decoding it is capped in size and time (``code_values``), counted against the limit.
 2. The machine. NOT A SECURITY BOUNDARY against a determined attacker with a kernel exploit:
    these defences keep honest mistakes and misbehaviour (infinite loops, fork bombs, memory
    hogs, stray writes, reading the environment, opening sockets) from harming the run or
@@ -30,13 +32,17 @@ correct without being correct, and that knows this code. Two different things ar
 
 What one run gets:
 - a fresh temporary folder as working directory and a scrubbed environment (no variable of
-  the caller is passed on). Afterwards the folder is renamed away at once and deleted in the
-  background, so a program that leaves 100,000 files cannot delay its verdict;
+  the caller is passed on), holding at most ``disk_mb`` MiB in all: a tmpfs of that size in
+  the run's own mount namespace, or, without namespaces, a watch that stops the run once the
+  folder grows past it (approximate: it looks every ``WATCH_SECONDS``). Afterwards the
+  folder is renamed away at once and deleted in the background, so a program that leaves
+  100,000 files cannot delay its verdict;
 - ``python -I`` in a new session (its own process group). At the wall-clock timeout, and
   after a normal exit, the namespace's init process is killed first (so ``unshare``, its
   parent, reaps it and no zombie is left), then the whole group;
-- where ``unshare`` works without privileges: new user, network and PID namespaces (no
-  network at all; every process of the run dies with it);
+- where ``unshare`` works without privileges: new user, mount, network and PID namespaces
+  (no network at all; every process of the run dies with it). Without them, once the child
+  has exited or the time is up, every process still holding the results pipe is killed;
 - resource limits, Landlock and a no-new-processes seccomp filter, set up by
   ``sandbox_child.py`` before the code runs (see there). Limits are set in the child rather
   than through ``preexec_fn``, which is unsafe when the caller has threads.
@@ -49,21 +55,17 @@ ones this machine gives.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
 import platform
-import queue
 import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -72,15 +74,34 @@ from typing import Any, Literal
 
 from selfplay.api.verifier import printable
 from selfplay.verifiers import code_values
+from selfplay.verifiers.code_values import CallOutcome, read_report
+from selfplay.verifiers.worker import discard, wait_for_cleanup
+
+__all__ = [
+    "Call",
+    "CallOutcome",
+    "Limits",
+    "RunResult",
+    "discard",
+    "isolation",
+    "namespaces_available",
+    "read_report",
+    "run_calls",
+    "wait_for_cleanup",
+]
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 STARTUP_SECONDS = 30.0
 REAP_SECONDS = 2.0
 OUTPUT_TAIL_CHARS = 2000
 MAX_REPORT_BYTES = 4 << 20
-UNSHARE = ("unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
+WATCH_SECONDS = 0.05
+MAX_WATCHED_FILES = 10_000
+DECODE_GRACE = 0.05  # share of the wall limit the parent may add to decode the report
+PACKAGE = Path(__file__).resolve().parents[1]  # hidden from the program (code and data)
+UNSHARE = ("unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork")
+UNSHARE = (*UNSHARE, "--kill-child")
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-Kind = Literal["ok", "raised", "unencodable", "missing"]
 
 
 @dataclass(frozen=True)
@@ -89,9 +110,11 @@ class Limits:
     cpu_seconds: int = 5
     memory_mb: int = 1024
     file_size_mb: int = 16
+    disk_mb: int = 64  # all files of the run together
     open_files: int = 64
     max_tasks: int = 64  # threads and processes on top of what the user runs already
     allow_subprocesses: bool = False
+    fake_clock: float | None = None  # the clocks start at this moment (seconds since 1970)
 
 
 @dataclass(frozen=True)
@@ -101,16 +124,6 @@ class Call:
     function: str
     args: tuple = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """What one call gave: ``ok`` (its plain ``value``), ``raised`` or ``unencodable`` (with a
-    ``detail``), or ``missing`` (the run ended, or its report was unreadable, before it)."""
-
-    kind: Kind
-    value: Any = None
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,6 +191,7 @@ def _run_in(root: Path, program: str, calls: list[Call], limits: Limits, python:
         "results_fd": write_end,
         "limits": asdict(limits),
         "user_namespace": bool(prefix),
+        "hidden": [str(PACKAGE)],
     }
     command = [*prefix, python, "-I", str(CHILD), json.dumps(config)]
     env = {**ENV, "HOME": str(work), "TMPDIR": str(work)}
@@ -198,107 +212,133 @@ def _run_in(root: Path, program: str, calls: list[Call], limits: Limits, python:
             return RunResult("error", detail=f"could not start the sandbox: {error}")
         finally:
             os.close(write_end)
+    watch = None if prefix else (work, limits.disk_mb)
     try:
-        status, report, detail = _supervise(process, read_end, limits.wall_seconds)
+        status, report, detail, deadline = _supervise(process, read_end, limits, watch)
     finally:
         _stop(process, namespaced=bool(prefix))
+        if not prefix:
+            _kill_holders(read_end)
         os.close(read_end)
-    return _result(root, process, status, report, detail, calls, limits)
+    deadline += DECODE_GRACE * limits.wall_seconds
+    return _result(root, process, (status, report, detail, deadline), calls, limits)
 
 
 def _result(
-    root: Path,
-    process: subprocess.Popen,
-    status: str,
-    report: bytes,
-    detail: str,
-    calls: list[Call],
-    limits: Limits,
+    root: Path, process: subprocess.Popen, supervised: tuple, calls: list[Call], limits: Limits
 ) -> RunResult:
+    status, report, detail, deadline = supervised
     stdout, stderr = _tail(root / "stdout"), _tail(root / "stderr")
     if status == "error":
         last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
         detail = f"{detail}; {last}" if last else detail
     if process.returncode == -signal.SIGXCPU:
         status, detail = "timeout", f"CPU limit of {limits.cpu_seconds} s reached"
-    outcomes = read_report(report, len(calls)) if status == "ok" else ()
+    outcomes: tuple[CallOutcome, ...] = ()
+    if status == "ok":
+        try:
+            outcomes = read_report(report, len(calls), deadline)
+        except code_values.DecodeTimeout as err:
+            status, detail = "timeout", str(err)
+    if status == "disk":
+        status, outcomes = "ok", (CallOutcome("missing", detail=detail),) * len(calls)
     return RunResult(status, outcomes, process.returncode, stdout, stderr, printable(detail))
 
 
-def read_report(report: bytes, expected_calls: int) -> tuple[CallOutcome, ...]:
-    """The outcome of every call from the child's last ``results`` line; untrusted data, so
-    anything malformed or missing makes the calls concerned ``missing``."""
-    missing = CallOutcome("missing", detail="the program ended before reporting this call")
-    lines = [line for line in report.split(b"\n") if line.startswith(b"results ")]
-    if not lines:
-        return (missing,) * expected_calls
-    try:
-        entries = json.loads(lines[-1][len(b"results ") :])["calls"]
-        if type(entries) is not list:
-            raise ValueError("not a list")
-    except (ValueError, TypeError, KeyError, RecursionError):
-        unreadable = CallOutcome("missing", detail="the program's report is unreadable")
-        return (unreadable,) * expected_calls
-    outcomes = [_outcome(entry) for entry in entries[:expected_calls]]
-    return tuple(outcomes) + (missing,) * (expected_calls - len(outcomes))
-
-
-def _outcome(entry: Any) -> CallOutcome:
-    if (
-        type(entry) is not list
-        or len(entry) != 2
-        or entry[0] not in ("ok", "raised", "unencodable")
-    ):
-        return CallOutcome("missing", detail="the program's report is unreadable")
-    kind, payload = entry
-    if kind != "ok":
-        text = payload if type(payload) is str else "?"
-        return CallOutcome(kind, detail=printable(text[:300]))
-    try:
-        return CallOutcome("ok", code_values.decode(payload))
-    except ValueError as err:
-        return CallOutcome("unencodable", detail=f"the value is not plain data: {err}")
-
-
 def _supervise(
-    process: subprocess.Popen, report_fd: int, wall_seconds: float
-) -> tuple[Literal["ok", "timeout", "error"], bytes, str]:
-    """Wait for "ready", then for the exit or the wall clock, draining the report pipe.
-
-    The leader is not reaped here, so its process group id stays reserved for the kill."""
+    process: subprocess.Popen, report_fd: int, limits: Limits, watch: tuple | None
+) -> tuple[str, bytes, str, float]:
+    """Wait for "ready", then for the exit or the wall clock, draining the report pipe; the
+    status, the report, a detail and the deadline. Nothing is waited for past the deadline,
+    nor after the child's exit beyond what the pipe holds then: a process the program left
+    behind cannot hold the verdict back. The leader is not reaped here, so its process group
+    id stays reserved for the kill."""
     report = bytearray()
     ready = False
     deadline = time.monotonic() + STARTUP_SECONDS
-    open_pipe = True
+    open_pipe, next_watch = True, 0.0
     while not _exited(process.pid):
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             if ready:
-                return "timeout", bytes(report), f"still running after {wall_seconds:g} s"
-            return "error", bytes(report), "the sandbox did not start in time"
+                return (
+                    "timeout",
+                    bytes(report),
+                    f"still running after {limits.wall_seconds:g} s",
+                    deadline,
+                )
+            return "error", bytes(report), "the sandbox did not start in time", deadline
+        if watch is not None and ready and now >= next_watch:
+            next_watch = now + WATCH_SECONDS
+            if _over_disk(*watch):
+                why = f"the program wrote more than {watch[1]} MiB or {MAX_WATCHED_FILES} files"
+                return "disk", bytes(report), why, deadline
         if open_pipe:
             open_pipe = _drain(report_fd, report, 0.02)
         else:
             time.sleep(0.02)
         if not ready and report.startswith(b"ready") and b"\n" in report:
-            ready, deadline = True, time.monotonic() + wall_seconds
-    while open_pipe and _drain(report_fd, report, 0):
+            ready, deadline = True, time.monotonic() + limits.wall_seconds
+    while open_pipe and time.monotonic() < deadline and _drain(report_fd, report, 0, once=True):
         pass
     if not (report.startswith(b"ready") and b"\n" in report):
-        return "error", bytes(report), "the sandbox failed before running the code"
-    return "ok", bytes(report), ""
+        return "error", bytes(report), "the sandbox failed before running the code", deadline
+    return "ok", bytes(report), "", deadline
 
 
-def _drain(fd: int, report: bytearray, wait: float) -> bool:
-    """Read what the pipe holds into ``report`` (up to its cap); False once it is closed."""
+def _drain(fd: int, report: bytearray, wait: float, once: bool = False) -> bool:
+    """Read what the pipe holds into ``report`` (up to its cap); False once it is closed, or
+    (``once``) once it holds nothing more right now."""
     readable, _, _ = select.select([fd], [], [], wait)
     if not readable:
-        return True
+        return not once
     chunk = os.read(fd, 1 << 16)
     if not chunk:
         return False
     if len(report) < MAX_REPORT_BYTES:
         report.extend(chunk[: MAX_REPORT_BYTES - len(report)])
     return True
+
+
+def _over_disk(folder: Path, megabytes: int) -> bool:
+    """Whether ``folder`` holds more than ``megabytes`` MiB or ``MAX_WATCHED_FILES`` entries."""
+    total, seen, stack = 0, 0, [folder]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += info.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            if seen > MAX_WATCHED_FILES or total > megabytes << 20:
+                return True
+    return False
+
+
+def _kill_holders(read_end: int) -> None:
+    """Kill every other process that holds the results pipe (a detached grandchild)."""
+    if select.select([read_end], [], [], 0)[0] and not os.read(read_end, 1 << 16):
+        return  # closed: nobody holds it
+    pipe = f"pipe:[{os.fstat(read_end).st_ino}]"
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            held = any(
+                os.readlink(f"/proc/{pid}/fd/{fd}") == pipe for fd in os.listdir(f"/proc/{pid}/fd")
+            )
+        except OSError:
+            continue
+        if held:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _exited(pid: int) -> bool:
@@ -336,57 +376,3 @@ def _tail(path: Path) -> str:
     with open(path, "rb") as file:
         file.seek(max(0, path.stat().st_size - OUTPUT_TAIL_CHARS))
         return printable(file.read().decode(errors="replace"))
-
-
-# ---- cleanup off the verdict's path ---------------------------------------------------------
-
-_TRASH: queue.Queue[Path] = queue.Queue()
-_CLEANER: list[threading.Thread] = []
-CLEANUP_AT_EXIT_SECONDS = 5.0
-
-
-def discard(root: Path) -> None:
-    """Rename the run folder away (instant) and delete it on a background thread."""
-    trash = root.with_name(f"selfplay-trash-{uuid.uuid4().hex}")
-    try:
-        root.rename(trash)
-    except OSError:
-        trash = root
-    _TRASH.put(trash)
-    if not _CLEANER:
-        cleaner = threading.Thread(target=_clean_forever, name="sandbox-cleanup", daemon=True)
-        _CLEANER.append(cleaner)
-        cleaner.start()
-        atexit.register(wait_for_cleanup, CLEANUP_AT_EXIT_SECONDS)
-
-
-def wait_for_cleanup(timeout: float = 60.0) -> bool:
-    """Wait until every discarded folder is gone (at most ``timeout`` s); True if they are."""
-    deadline = time.monotonic() + timeout
-    while _TRASH.unfinished_tasks and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return not _TRASH.unfinished_tasks
-
-
-def _clean_forever() -> None:
-    while True:
-        folder = _TRASH.get()
-        try:
-            _remove(folder)
-        finally:
-            _TRASH.task_done()
-
-
-def _remove(root: Path) -> None:
-    """Delete the run folder even where the code removed permissions from its files."""
-
-    def unlock(func, path, _exc):
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
-        func(path)
-
-    try:
-        shutil.rmtree(root, onerror=unlock)
-    except OSError:
-        shutil.rmtree(root, ignore_errors=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import math
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,6 +34,8 @@ from selfplay.verifiers.code_sandbox import Call, RunResult
 
 MAX_CASES = 1000
 MAX_SHOWN_CHARS = 80
+SHORT = reprlib.Repr()  # a bounded repr: never the whole of a huge value
+SHORT.maxstring = SHORT.maxother = SHORT.maxlong = MAX_SHOWN_CHARS
 Check = Literal["==", "!=", "is", "is not", "truthy", "falsy", "isclose"]
 SHAPES = (
     "assert f(...) == value, assert f(...) is None, assert f(...), assert not f(...) or "
@@ -86,7 +89,16 @@ def judge(cases: Sequence[Case], result: RunResult) -> Verdict:
 
 
 def holds(case: Case, value: Any) -> bool:
-    """Whether the decoded plain ``value`` satisfies ``case`` (Python semantics on builtins)."""
+    """Whether the decoded plain ``value`` satisfies ``case`` (Python semantics on builtins).
+    A value that breaks the comparison (``math.isclose(10**400, 5.0)`` overflows) is not the
+    expected one: the program's failure, never the checker's error."""
+    try:
+        return _holds(case, value)
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError):
+        return False
+
+
+def _holds(case: Case, value: Any) -> bool:
     check, expected = case.check, case.expected
     if check == "==":
         return bool(value == expected)
@@ -105,7 +117,7 @@ def holds(case: Case, value: Any) -> bool:
 
 
 def shown(value: Any) -> str:
-    text = printable(repr(value))
+    text = printable(SHORT.repr(value))
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
 
 

@@ -14,6 +14,12 @@ and ``nan``), ``["str", "..."]``, ``["bytes", "<hex>"]``, ``["list", [...]]``,
 ``["tuple", [...]]``, ``["set", [...]]``, ``["frozenset", [...]]``,
 ``["dict", [[key, value], ...]]``. Anything else does not decode: ``ValueError``.
 
+Decoding is the trusted parent's work on what a program returned, so it is bounded whatever
+the program sends: in size (``MAX_NODES`` values, ``MAX_INT_DIGITS`` digits an integer,
+``MAX_DEPTH`` levels), in the cost of building sets and dicts (more than ``MAX_SAME_HASH``
+members with one hash value, which would make every insertion scan them all, is refused:
+integers ``k * (2**61 - 1)`` all hash alike) and in time (``deadline``: ``DecodeTimeout``).
+
 ``read_literal`` reads a value a model wrote (``[1, 2]``, ``'abc'``, ``(3, -1)``) with the
 standard library's literal parser, which builds literals and never runs code; its input is
 bounded so that parsing is cheap.
@@ -23,13 +29,35 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Any
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from selfplay.api.verifier import printable
 
 MAX_DEPTH = 40
 MAX_NODES = 100_000
 MAX_INT_DIGITS = 4000
 MAX_LITERAL_CHARS = 2000
+MAX_SAME_HASH = 8
 CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+Kind = Literal["ok", "raised", "unencodable", "missing"]
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call gave: ``ok`` (its plain ``value``), ``raised`` or ``unencodable`` (with a
+    ``detail``), or ``missing`` (the run ended, or its report was unreadable, before it)."""
+
+    kind: Kind
+    value: Any = None
+    detail: str = ""
+
+
+class DecodeTimeout(ValueError):
+    """Decoding a value ran past its deadline (the check's time limit)."""
 
 
 def encode(value: Any, depth: int = 0) -> Any:
@@ -57,9 +85,10 @@ def encode(value: Any, depth: int = 0) -> Any:
     raise ValueError(f"a {kind.__name__} is not a plain value")
 
 
-def decode(data: Any) -> Any:
-    """The value of a tagged form; ValueError for anything malformed, oversized or unhashable."""
-    budget = [MAX_NODES]
+def decode(data: Any, deadline: float | None = None) -> Any:
+    """The value of a tagged form; ValueError for anything malformed, oversized or unhashable,
+    DecodeTimeout once ``time.monotonic()`` passes ``deadline``."""
+    budget = [MAX_NODES, deadline if deadline is not None else float("inf")]
     try:
         return _decode(data, 0, budget)
     except (TypeError, OverflowError, RecursionError) as err:
@@ -75,10 +104,12 @@ def loads(text: str) -> Any:
     return decode(json.loads(text))
 
 
-def _decode(data: Any, depth: int, budget: list[int]) -> Any:
+def _decode(data: Any, depth: int, budget: list) -> Any:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH:
         raise ValueError("the value is too large or too deeply nested")
+    if budget[0] % 256 == 0 and time.monotonic() > budget[1]:
+        raise DecodeTimeout("decoding the value took longer than the time limit")
     if not isinstance(data, list) or not data or not isinstance(data[0], str):
         raise ValueError("malformed value")
     tag, rest = data[0], data[1:]
@@ -98,10 +129,25 @@ def _decode(data: Any, depth: int, budget: list[int]) -> Any:
     if tag == "bytes" and type(payload) is str:
         return bytes.fromhex(payload)
     if tag in CONTAINERS and type(payload) is list:
-        return CONTAINERS[tag](_decode(item, depth + 1, budget) for item in payload)
+        items = [_decode(item, depth + 1, budget) for item in payload]
+        if tag in ("set", "frozenset"):
+            _spread(items)
+        return CONTAINERS[tag](items)
     if tag == "dict" and type(payload) is list:
-        return dict(_pair(item, depth, budget) for item in payload)
+        pairs = [_pair(item, depth, budget) for item in payload]
+        _spread([key for key, _ in pairs])
+        return dict(pairs)
     raise ValueError(f"malformed {tag!r} value")
+
+
+def _spread(keys: list) -> None:
+    """Refuse keys of a set or dict that pile up on one hash value (unhashable: TypeError)."""
+    counts: dict[int, int] = {}
+    for key in keys:
+        code = hash(key)
+        counts[code] = counts.get(code, 0) + 1
+        if counts[code] > MAX_SAME_HASH:
+            raise ValueError(f"more than {MAX_SAME_HASH} members of a set or dict hash alike")
 
 
 def _pair(item: Any, depth: int, budget: list[int]) -> tuple[Any, Any]:
@@ -128,3 +174,46 @@ def read_literal(text: str) -> Any:
         raise ValueError(problem) from None
     encode(value)  # complex numbers and the like are not plain
     return value
+
+
+# ---- the child's report ---------------------------------------------------------------
+
+
+def read_report(
+    report: bytes, expected_calls: int, deadline: float | None = None
+) -> tuple[CallOutcome, ...]:
+    """The outcome of every call from the child's last ``results`` line; untrusted data, so
+    anything malformed or missing makes the calls concerned ``missing``. DecodeTimeout once
+    decoding passes ``deadline``."""
+    missing = CallOutcome("missing", detail="the program ended before reporting this call")
+    lines = [line for line in report.split(b"\n") if line.startswith(b"results ")]
+    if not lines:
+        return (missing,) * expected_calls
+    try:
+        entries = json.loads(lines[-1][len(b"results ") :])["calls"]
+        if type(entries) is not list:
+            raise ValueError("not a list")
+    except (ValueError, TypeError, KeyError, RecursionError):
+        unreadable = CallOutcome("missing", detail="the program's report is unreadable")
+        return (unreadable,) * expected_calls
+    outcomes = [_outcome(entry, deadline) for entry in entries[:expected_calls]]
+    return tuple(outcomes) + (missing,) * (expected_calls - len(outcomes))
+
+
+def _outcome(entry: Any, deadline: float | None) -> CallOutcome:
+    if (
+        type(entry) is not list
+        or len(entry) != 2
+        or entry[0] not in ("ok", "raised", "unencodable")
+    ):
+        return CallOutcome("missing", detail="the program's report is unreadable")
+    kind, payload = entry
+    if kind != "ok":
+        text = payload if type(payload) is str else "?"
+        return CallOutcome(kind, detail=printable(text[:300]))
+    try:
+        return CallOutcome("ok", decode(payload, deadline))
+    except DecodeTimeout:
+        raise
+    except ValueError as err:
+        return CallOutcome("unencodable", detail=f"the value is not plain data: {err}")

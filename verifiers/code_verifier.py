@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
@@ -52,6 +53,7 @@ class CodeOptions(VerifierOptions):
     )
     memory_mb: int = Field(default=1024, ge=64, description="Address-space limit (MiB).")
     file_size_mb: int = Field(default=16, ge=1, description="Largest file or output (MiB).")
+    disk_mb: int = Field(default=64, ge=1, description="All files of one run together (MiB).")
     max_tasks: int = Field(default=64, ge=1, description="Extra threads and processes allowed.")
     allow_subprocesses: bool = Field(
         default=False, description="Let the program start processes (blocked by default)."
@@ -82,6 +84,7 @@ class CodeVerifier(Verifier):
             cpu_seconds=o.cpu_seconds or math.ceil(o.timeout),
             memory_mb=o.memory_mb,
             file_size_mb=o.file_size_mb,
+            disk_mb=o.disk_mb,
             max_tasks=o.max_tasks,
             allow_subprocesses=o.allow_subprocesses,
         )
@@ -94,9 +97,13 @@ class CodeVerifier(Verifier):
         result = self.evaluate(extract_code(candidate), [case.call for case in cases])
         return judge(cases, result)
 
-    def evaluate(self, program: str, calls: Sequence[Call]) -> RunResult:
-        """Run ``program`` and then ``calls`` in the sandbox; the plain values come back."""
-        return run_calls(program, calls, self.limits, self.options.python)
+    def evaluate(
+        self, program: str, calls: Sequence[Call], clock: float | None = None
+    ) -> RunResult:
+        """Run ``program`` and then ``calls`` in the sandbox; the plain values come back.
+        ``clock``: the moment (seconds since 1970) the run's clocks start at, instead of now."""
+        limits = replace(self.limits, fake_clock=clock)
+        return run_calls(program, calls, limits, self.options.python)
 
     def verify_many(self, pairs: Sequence[tuple[str, str]], **ctx: Any) -> list[Verdict]:
         if self.options.parallel == 1:

@@ -1,68 +1,60 @@
-"""Are two answers equal? Exact first, numeric last; runs inside the math verifier's worker.
+"""Are two answers equal? Exact values are equal only when shown to be; runs in the worker.
 
-Numbers and expressions:
-1. two rational numbers (integers, fractions, decimals read as exact rationals) are equal or
-   not, full stop: ``0.1+0.2`` equals ``0.3``, ``10^-30`` differs from ``0``, ``1/2004!``
-   differs from ``1/2006!``;
-2. otherwise the difference is simplified symbolically; zero means equal;
-3. otherwise it is evaluated to 60 significant digits (at three fixed points when symbols are
-   left) and counts as zero only below a relative 1e-30; a ``tolerance`` above 0 adds a looser
-   relative tolerance for answers that are meant to be approximate.
+docs/verifiers.md states these rules with tables of what passes and what fails.
 
-Other kinds of answer (see ``math_parse``):
-- tuples are equal element by element, in order; sets (and lists of answers) element by
-  element in any order; a set of one element equals that element;
-- intervals are equal when both ends are equal and both ends are open or closed alike; a
-  pair ``(a, b)`` equals the open interval; unions are equal piece by piece;
-- a percentage ``p%`` equals ``p/100`` and also ``p`` itself (a reference that counts in
-  percent, as in "what percent ..."), whichever side carries the sign;
-- an inequality in one variable with constant bounds is the set it describes, so ``x \\le 3``
-  as the reference accepts ``(-\\infty, 3]``. The converse is refused on purpose: where an
-  interval is asked for, restating the problem's inequality is not solving it;
-- other equations and inequalities are equal when they say the same thing: the differences of
-  their sides agree up to a constant factor (a positive one for inequalities), after ``>``
-  is turned round into ``<``.
-Answers of different kinds (a set and a number, an equation and a number) are not equal.
+Numbers and expressions (symbols stand for real numbers):
+1. two rationals (integers, fractions, decimals read as exact rationals) are equal or not;
+2. other numbers without symbols are equal when their difference is shown to be zero (it
+   vanishes when built, simplifies to zero, or its minimal polynomial is ``x``), and unequal
+   when certified evaluation shows it non-zero, however small (``\\pi + 10^{-40}`` is not
+   ``\\pi``); a difference that is neither fails;
+3. expressions with symbols are evaluated at points drawn from a generator seeded by a hash
+   of both expressions: positive, negative, small, large and fractional values with large
+   prime denominators, complex ones where both sides are analytic (no ``|.|``, roots or
+   logarithms of a symbol). A point where they differ, or where one side alone is defined,
+   fails them. Agreement is then shown exactly: the difference expands or simplifies to
+   zero, or it is exactly zero at the points, which for a non-analytic side of one variable
+   cover every piece between the real zeros of its ``|.|``, root and logarithm arguments;
+4. the ``tolerance`` option (passed here only when the reference states a decimal) accepts a
+   relative difference up to it.
+
+Other kinds: tuples element by element in order; sets in any order (a set of one element is
+that element); intervals by their ends, open or closed alike (a pair ``(a, b)`` is the open
+interval; ``\\mathbb{R}`` is ``(-\\infty, \\infty)``); a percentage ``p%`` equals ``p/100``
+and ``p``; an assignment ``x = v`` (or ``v = x``) equals ``v`` beside anything but an
+equation; two equations are equal when they assign one variable equal values, or when the
+differences of their sides are a constant non-zero multiple of each other, shown exactly; an
+inequality in one variable with constant bounds, as the reference, is the set it describes
+(the converse is refused: restating the problem's inequality is not solving it); other
+inequalities are equal up to a positive factor. Different kinds are not equal.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import random
 from typing import Any
 
 import sympy
+from sympy.core.evalf import PrecisionExhausted
+from sympy.polys.polyerrors import NotAlgebraic, PolynomialError
 
-from selfplay.verifiers.answers import ParseError
-from selfplay.verifiers.math_parse import Answer, Percent, Relation, parse_span
+from selfplay.verifiers.math_parse import Answer, Percent, Relation
+from selfplay.verifiers.math_syntax import assigned, pointing_up, relation_set
 
-EXACT_DIGITS = 60
-ZERO_RELATIVE = sympy.Float("1e-30", EXACT_DIGITS)
-SAMPLE_POINTS = 3
-# The reference is sound, so an answer that breaks parsing or comparison is a wrong answer.
-CANDIDATE_FAULTS = (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError)
-FLIPPED = {">": "<", ">=": "<="}
-
-
-def compare(candidate: str, reference: str, tolerance: float) -> tuple[str, str]:
-    """(status, detail) for one pair of answer spans; runs inside the worker process."""
-    try:
-        expected = parse_span(reference)
-    except (ParseError, *CANDIDATE_FAULTS) as err:
-        return "error", f"the reference answer cannot be read: {err}"
-    try:
-        answer = parse_span(candidate)
-    except ParseError as err:
-        return "fail", f"no readable answer: {err}"
-    except CANDIDATE_FAULTS as err:
-        return "fail", f"the answer cannot be read: {type(err).__name__}"
-    try:
-        return same(answer, expected, tolerance)
-    except CANDIDATE_FAULTS as err:
-        return "fail", f"the answer cannot be compared: {type(err).__name__}"
+CERTIFIED_DIGITS, MAX_DIGITS = 15, 2000
+REAL_POINTS, COMPLEX_POINTS, MIN_POINTS, EXACT_POINTS = 12, 4, 6, 8
+MAX_EXPANDED_POWER, MAX_PROOF_DIGITS = 64, 400
+NOT_SHOWN = "not equal (the difference could not be shown to be zero)"
 
 
 def same(answer: Answer, expected: Answer, tolerance: float) -> tuple[str, str]:
     """(status, detail): is ``answer`` the ``expected`` answer, by the rules above?"""
+    if not isinstance(expected, Relation) and assigned(answer) is not None:
+        answer = assigned(answer)[1]  # type: ignore[index]
+    if not isinstance(answer, Relation) and assigned(expected) is not None:
+        expected = assigned(expected)[1]  # type: ignore[index]
     if isinstance(answer, Percent) or isinstance(expected, Percent):
         equal = _same_percent(answer, expected, tolerance)
         return ("pass", "equal as a percentage") if equal else ("fail", "not equal")
@@ -161,60 +153,27 @@ def _matches_relation(answer: Answer, expected: Relation, tolerance: float) -> b
     return wanted is not None and _same_set(answer, wanted[1], tolerance)
 
 
-def relation_set(relation: Relation) -> tuple[sympy.Symbol, sympy.Set] | None:
-    """(variable, the set it ranges over) for ``x < 3``, ``1 <= x < 2``, ...; None otherwise."""
-    ops, items = _pointing_up(relation)
-    variables = [i for i, item in enumerate(items) if isinstance(item, sympy.Symbol)]
-    if len(variables) != 1:
-        return None
-    where, symbol = variables[0], items[variables[0]]
-    if any(item.free_symbols for i, item in enumerate(items) if i != where):
-        return None
-    try:
-        if len(ops) == 1:
-            bound, op = items[1 - where], ops[0]
-            return symbol, _one_sided(op, bound, variable_first=where == 0)
-        if len(ops) == 2 and where == 1 and set(ops) <= {"<", "<="}:
-            low, high = items[0], items[2]
-            return symbol, sympy.Interval(low, high, ops[0] == "<", ops[1] == "<")
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-def _one_sided(op: str, bound: sympy.Expr, variable_first: bool) -> sympy.Set:
-    if op == "=":
-        return sympy.FiniteSet(bound)
-    if op == "!=":
-        return sympy.Complement(sympy.S.Reals, sympy.FiniteSet(bound))
-    below = variable_first  # x < b: below b; b < x: above b
-    strict = op == "<"
-    if below:
-        return sympy.Interval(-sympy.oo, bound, True, strict)
-    return sympy.Interval(bound, sympy.oo, strict, True)
-
-
-def _pointing_up(relation: Relation) -> tuple[tuple[str, ...], tuple[sympy.Expr, ...]]:
-    """The chain with ``>``/``>=`` turned round into ``<``/``<=`` (``3 > x`` is ``x < 3``)."""
-    ops, items = relation.ops, relation.items
-    if ops and all(op in FLIPPED for op in ops):
-        return tuple(FLIPPED[op] for op in reversed(ops)), tuple(reversed(items))
-    return ops, items
-
-
 def _same_relation(answer: Relation, expected: Relation, tolerance: float) -> bool:
     if answer == expected:
         return True
-    ops_a, items_a = _pointing_up(answer)
-    ops_b, items_b = _pointing_up(expected)
+    ops_a, items_a = pointing_up(answer)
+    ops_b, items_b = pointing_up(expected)
     if ops_a != ops_b:
         return False
     if len(ops_a) > 1:
         return all(_equal(x, y, tolerance) for x, y in zip(items_a, items_b, strict=False))
-    ratio = sympy.simplify((items_a[0] - items_a[1]) / (items_b[0] - items_b[1]))
+    one, other = assigned(answer), assigned(expected)
+    if one is not None and other is not None and one[0] == other[0]:
+        return _equal(one[1], other[1], tolerance)
+    left, right = items_a[0] - items_a[1], items_b[0] - items_b[1]
+    if right == 0:
+        return False
+    ratio = sympy.simplify(left / right)
     if ratio.free_symbols or not ratio.is_finite or ratio == 0:
         return False
-    return bool(ratio.is_positive) if ops_a[0] in ("<", "<=") else True
+    if ops_a[0] in ("<", "<=") and not ratio.is_positive:
+        return False
+    return equivalent(left, ratio * right, 0.0)[0] == "pass"
 
 
 def _kind(value: Answer) -> str:
@@ -235,40 +194,203 @@ def _kind(value: Answer) -> str:
 def equivalent(answer: sympy.Expr, expected: sympy.Expr, tolerance: float) -> tuple[str, str]:
     if answer == expected:
         return "pass", "identical"
+    infinite = answer.has(sympy.oo, -sympy.oo) or expected.has(sympy.oo, -sympy.oo)
+    if tolerance > 0 and not infinite and _within(answer, expected, tolerance):
+        return "pass", f"within relative tolerance {tolerance:g} of the stated decimal"
     if answer.is_Rational and expected.is_Rational:
         return "fail", "different numbers"
-    if answer.has(sympy.oo, -sympy.oo) or expected.has(sympy.oo, -sympy.oo):
+    if infinite:
         return "fail", "not equal (an infinite answer equals only the same infinity)"
     difference = answer - expected
-    if difference == 0 or sympy.simplify(difference) == 0:
-        return "pass", "equal after simplification"
-    symbols = sorted(difference.free_symbols, key=str)
-    points = _sample_points(symbols) if symbols else [{}]
-    gaps = [_relative_gap(answer, expected, point) for point in points]
-    if any(gap is None for gap in gaps):
-        return "fail", "not equal (could not be evaluated numerically)"
-    worst = max(gaps)
-    if worst <= ZERO_RELATIVE:
-        return "pass", "numerically equal to 30 digits"
-    if tolerance > 0 and worst <= tolerance:
-        return "pass", f"within relative tolerance {tolerance:g}"
-    return "fail", "not equal"
+    if difference == 0:
+        return "pass", "equal"
+    if not difference.free_symbols:
+        zero = is_zero(difference, prove=True)
+        if zero is None:
+            return "fail", NOT_SHOWN
+        return ("pass", "equal (shown exactly)") if zero else ("fail", "different numbers")
+    return _compare_expressions(answer, expected, difference)
 
 
-def _sample_points(symbols: list[sympy.Symbol]) -> list[dict[sympy.Symbol, sympy.Rational]]:
-    rng = random.Random(20240917)
-    return [
-        {symbol: sympy.Rational(rng.randint(101, 997), rng.randint(101, 997)) for symbol in symbols}
-        for _ in range(SAMPLE_POINTS)
-    ]
-
-
-def _relative_gap(answer: sympy.Expr, expected: sympy.Expr, point: dict) -> Any:
-    """|a - b| / max(|a|, |b|) at ``point`` to 60 digits; 0 when both are 0; None if undefined."""
-    a = sympy.Abs(answer.subs(point)).evalf(EXACT_DIGITS)
-    b = sympy.Abs(expected.subs(point)).evalf(EXACT_DIGITS)
-    gap = sympy.Abs((answer - expected).subs(point)).evalf(EXACT_DIGITS)
-    if not all(value.is_Number and value.is_finite for value in (a, b, gap)):
+def is_zero(value: sympy.Expr, prove: bool) -> bool | None:
+    """Whether a number without symbols is zero: True or False when shown, else None."""
+    if value == 0:
+        return True
+    plain = not value.has(sympy.Function, sympy.pi, sympy.E)
+    if plain and _small_powers(value):
+        expanded = sympy.expand(value)
+        if expanded == 0 or expanded.is_Rational:
+            return expanded == 0
+    small = _digits(value) <= MAX_PROOF_DIGITS  # beyond, sympy's own zero test can take minutes
+    known = value.is_zero if small else None
+    if known is not None:
+        return bool(known)
+    logs = [node.args[0] for node in value.atoms(sympy.log)]
+    positive = logs and all(arg.is_Rational and arg > 0 for arg in logs)
+    if positive and sympy.expand_log(value, force=True) == 0:  # valid for positive arguments
+        return True
+    try:
+        digits = value.evalf(CERTIFIED_DIGITS, strict=True, maxn=MAX_DIGITS if prove else 60)
+        if any(part != 0 for part in digits.as_real_imag()):
+            return False
+    except PrecisionExhausted:
+        pass
+    if not (prove and small):
         return None
-    scale = max(a, b)
-    return gap / scale if scale != 0 else gap
+    try:
+        return sympy.minimal_polynomial(value, sympy.Dummy()).is_Symbol
+    except (NotAlgebraic, NotImplementedError, PolynomialError):
+        pass
+    return True if sympy.simplify(value) == 0 else None
+
+
+def _within(answer: sympy.Expr, expected: sympy.Expr, tolerance: float) -> bool:
+    """Relatively within ``tolerance`` (at every sampled point, when there are symbols)."""
+    points = _points(answer, expected)[0] if (answer - expected).free_symbols else [{}]
+    for point in points:
+        a, b = _value(answer, point), _value(expected, point)
+        if a is None or b is None:
+            return False
+        if sympy.Abs(a - b) > tolerance * sympy.Max(sympy.Abs(a), sympy.Abs(b)):
+            return False
+    return True
+
+
+def _compare_expressions(
+    answer: sympy.Expr, expected: sympy.Expr, difference: sympy.Expr
+) -> tuple[str, str]:
+    if _small_powers(difference) and sympy.expand(difference) == 0:
+        return "pass", "equal after expansion"
+    points, covering, checked = _points(answer, expected)
+    close = []
+    for point in points:
+        a, b = _value(answer, point), _value(expected, point)
+        if a is None and b is None:
+            continue
+        where = ", ".join(f"{symbol} = {value}" for symbol, value in point.items())
+        if a is None or b is None:
+            return "fail", f"not equal (one side is undefined at {where} and the other is not)"
+        if _apart(a, b):
+            return "fail", f"not equal (they differ at {where})"
+        close.append((point, where))
+    # exactly, where it is cheap: no symbol in an exponent (a rational power of a rational
+    # with a large prime denominator costs a factorisation)
+    exponents = any(p.exp.free_symbols for p in difference.atoms(sympy.Pow))
+    if covering and len(close) >= MIN_POINTS and not exponents:
+        zeros = [is_zero(difference.subs(point), prove=False) for point, _ in close[:checked]]
+        if False in zeros:
+            return "fail", f"not equal (they differ at {close[zeros.index(False)][1]})"
+        if all(zeros):
+            return "pass", f"equal: exactly the same value at {len(zeros)} sampled points"
+    rewritten = difference.rewrite(sympy.exp) if exponents else _factored(difference)
+    if sympy.simplify(difference) == 0 or sympy.simplify(rewritten) == 0:
+        return "pass", "equal after simplification"
+    return "fail", NOT_SHOWN
+
+
+def _value(expression: sympy.Expr, point: dict) -> sympy.Expr | None:
+    """The value at ``point`` to 15 digits, None where it is undefined or infinite."""
+    number = expression.evalf(CERTIFIED_DIGITS, subs=point)
+    if number.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        return None
+    parts = number.as_real_imag()
+    return number if all(part.is_Number and part.is_finite for part in parts) else None
+
+
+def _apart(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether two values known to 15 digits clearly differ (by over a millionth of their
+    size); a value whose digits were lost in cancellation decides nothing."""
+    parts = [part for value in (a, b) for part in value.as_real_imag() if part != 0]
+    if any(getattr(part, "_prec", 53) < 20 for part in parts):
+        return False
+    return bool(sympy.Abs(a - b) > sympy.Float("1e-6") * sympy.Max(sympy.Abs(a), sympy.Abs(b)))
+
+
+def _digits(value: sympy.Expr) -> int:
+    """How many digits the rational numbers in ``value`` have (a proof's cost grows with it)."""
+    return sum(len(str(abs(r.p))) + len(str(r.q)) for r in value.atoms(sympy.Rational))
+
+
+def _small_powers(value: sympy.Expr) -> bool:
+    """No power above ``MAX_EXPANDED_POWER`` (expanding one could take forever)."""
+    return all(
+        abs(node.exp) <= MAX_EXPANDED_POWER
+        for node in sympy.preorder_traversal(value)
+        if isinstance(node, sympy.Pow) and node.exp.is_Rational
+    )
+
+
+def _critical(expression: sympy.Expr) -> list[sympy.Expr]:
+    """Arguments where a side stops being analytic: in ``|.|``, roots and logarithms."""
+    found = []
+    for node in sympy.preorder_traversal(expression):
+        if isinstance(node, (sympy.Abs, sympy.log)):
+            found.append(node.args[0])
+        elif isinstance(node, sympy.Pow) and not node.exp.is_Integer:
+            found.append(node.base)
+    return [item for item in found if item.free_symbols]
+
+
+def _points(answer: sympy.Expr, expected: sympy.Expr) -> tuple[list[dict], bool, int]:
+    """The sample points; whether they can show equality (analytic sides, or the pieces of
+    one variable's non-analytic sides all covered); how many, first, to check exactly."""
+    symbols = sorted((answer - expected).free_symbols, key=str)
+    seed = hashlib.sha256(f"{sympy.srepr(answer)}\n{sympy.srepr(expected)}".encode()).digest()
+    rng = random.Random(seed)
+    points = [{s: _real(rng, k) for s in symbols} for k in range(REAL_POINTS)]
+    critical = _critical(answer) + _critical(expected)
+    if not critical:
+        complex_points = [
+            {s: _real(rng, k) + sympy.I * _real(rng, k + 1) for s in symbols}
+            for k in range(COMPLEX_POINTS)
+        ]
+        return points + complex_points, True, EXACT_POINTS
+    cuts = _real_zeros(critical, symbols[0]) if len(symbols) == 1 else None
+    if not cuts:
+        return points, cuts is not None, EXACT_POINTS
+    ends = [cuts[0] - 1 - _real(rng, 1), *cuts, cuts[-1] + 1 + _real(rng, 1)]
+    pieces = [
+        {symbols[0]: low + (high - low) * _real(rng, 0)}
+        for low, high in itertools.pairwise(ends)
+        for _ in range(2)
+    ]
+    return pieces + points, True, max(EXACT_POINTS, len(pieces))
+
+
+def _real(rng: random.Random, k: int) -> sympy.Rational:
+    """A value with a large prime denominator; ``k`` picks the sign and size (0: in (0, 1))."""
+    denominator = sympy.nextprime(rng.randint(10_000, 1_000_000))
+    fraction = sympy.Rational(rng.randint(1, denominator - 1), denominator)
+    if k == 0:
+        return fraction
+    whole = rng.choice((0, rng.randint(1, 9), rng.randint(10, 999), rng.randint(1000, 99_999)))
+    return (whole + fraction) * (1 if k % 2 else -1)
+
+
+def _real_zeros(arguments: list[sympy.Expr], symbol: sympy.Symbol) -> list | None:
+    """The sorted real zeros (and poles) of the arguments, as exact rationals; None when an
+    argument is not a ratio of polynomials in ``symbol``."""
+    zeros: set = set()
+    for argument in arguments:
+        while isinstance(argument, (sympy.Abs, sympy.Pow)) and not argument.is_polynomial():
+            argument = argument.args[0]  # |u| and u^(1/2) vanish where u does
+        for part in sympy.fraction(sympy.together(argument)):
+            if not part.free_symbols:
+                continue
+            try:
+                poly = sympy.Poly(part, symbol)
+                if poly.degree() > 40 or not all(c.is_Rational for c in poly.coeffs()):
+                    return None
+                roots = poly.sqf_part().nroots(n=30, maxsteps=200)
+            except (PolynomialError, ValueError, ArithmeticError):
+                return None
+            zeros.update(sympy.Rational(root) for root in roots if root.is_real)
+    return sorted(zeros)
+
+
+def _factored(difference: sympy.Expr) -> sympy.Expr:
+    """``difference`` with the polynomial inside every root factored (``\\sqrt{x^2+2x+1}``)."""
+    return difference.replace(
+        lambda node: isinstance(node, sympy.Pow) and not node.exp.is_Integer,
+        lambda node: sympy.Pow(sympy.factor(node.base), node.exp),
+    )

@@ -6,25 +6,28 @@ sympy constructors (``Integer``, ``Rational``, ``Add``, ``Mul``, ``Pow``, ``Symb
 ``Tuple``, ``FiniteSet``, ``Interval``, ``Union`` and a few functions). ``eval``, ``exec``,
 ``sympify`` and ``parse_expr`` are never called, so no text can reach Python's interpreter.
 
-What an answer may be:
+What an answer may be (docs/verifiers.md has the table):
 - an expression: numbers (``3``, ``2.5``, ``.5``, ``1e-3``; decimals are exact rationals),
-  ``+ - * / ^ **``, postfix ``!``, parentheses and braces, ``|x|``, implicit multiplication
-  (``2x``, ``3\\pi``, ``2(x+1)``, ``4i``; two numbers side by side are an error, never a
-  product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs, the constants
-  pi, e, i (the imaginary unit) and infinity (``\\infty``, ``oo``), single-letter symbols,
-  and the LaTeX forms ``\\frac{a}{b}`` (also ``\\frac12``, ``\\dfrac``, ``\\tfrac``), a mixed
-  number ``2\\frac{1}{2}`` (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``,
-  ``\\cdot``, ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
+  ``+ - * / ^ **``, postfix ``!`` and ``!!`` (the double factorial), parentheses and braces,
+  ``|x|``, implicit multiplication (``2x``, ``3\\pi``, ``2(x+1)``, ``2|x|``, ``4i``, ``xy``:
+  two or three letters that are not a word in ``WORDS``; two numbers side by side are an
+  error, never a product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs
+  (``\\sin^2 x`` is (sin x)^2), the constants pi, e, i (the imaginary unit) and infinity
+  (``\\infty``, ``oo``), single-letter symbols, and the LaTeX forms ``\\frac{a}{b}`` (also
+  ``\\frac12``, ``\\dfrac``, ``\\tfrac``, ``a \\over b``), a mixed number ``2\\frac{1}{2}``
+  (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``, ``n \\choose k``, ``\\cdot``,
+  ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
 - a percentage: an expression followed by ``%``, ``\\%`` or ``percent`` (see
   ``math_equivalence`` for what it equals);
-- a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``); a list of answers
-  ``1, 2`` (read as a set); an interval ``[a, b]``, ``(a, b]``, ``[a, b)`` (``(a, b)`` is a
-  tuple that also equals the open interval); unions, intersections and differences of those
-  (``\\cup``, ``\\cap``, ``\\setminus``);
-- an assignment ``x = 5``, which is its right-hand side; ``x \\in [1, 2]``, which is the set;
-- an equation or an inequality (``y^2 = 4x``, ``x \\le 3``, ``1 < x < 2``), kept as a
-  ``Relation``. ``1 = 1`` is an equation, not the number 1; ``==`` is not in the grammar, nor
-  is a chain of equalities.
+- a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``, ``\\mathbb{R}``,
+  ``\\mathbb{Z}``, ``\\mathbb{Q}``); a list of answers ``1, 2`` (read as a set; ``x = 2, x = 3``
+  too); an interval ``[a, b]``, ``(a, b]``, ``[a, b)`` (``(a, b)`` is a tuple that also
+  equals the open interval); unions, intersections and differences of those (``\\cup``,
+  ``\\cap``, ``\\setminus``); ``x \\in [1, 2]``, which is the set;
+- an equation or an inequality (``x = 5``, ``y^2 = 4x``, ``x \\le 3``, ``1 < x < 2``), kept as
+  a ``Relation`` (``math_equivalence`` reads ``x = 5`` as the assignment of 5 to x).
+  ``1 = 1`` is an equation, not the number 1; ``==`` is not in the grammar, nor is a chain
+  of equalities.
 
 Nothing else: no other names, no underscores, no strings, no attribute access. Caps bound the
 answer's length, the nesting depth, exponents, the size of a power and factorial arguments, so
@@ -33,31 +36,22 @@ building a value is always cheap; comparing it runs in a killable worker anyway.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sympy
 
 from selfplay.verifiers import math_syntax as syntax
 from selfplay.verifiers.answers import ParseError, extract_answer
-from selfplay.verifiers.math_syntax import Token
+from selfplay.verifiers.math_syntax import (
+    Percent,
+    Relation,
+    Token,
+    as_set,
+    capped,
+    element,
+    interval,
+    scalar,
+)
 
-MAX_ITEMS = 50
-
-
-@dataclass(frozen=True)
-class Relation:
-    """An equation or inequality chain: ``items[0] ops[0] items[1] ops[1] items[2] ...``."""
-
-    ops: tuple[str, ...]
-    items: tuple[sympy.Expr, ...]
-
-
-@dataclass(frozen=True)
-class Percent:
-    """``value`` followed by a percent sign."""
-
-    value: sympy.Expr
-
+__all__ = ["Answer", "Parser", "Percent", "Relation", "parse_answer", "parse_span"]
 
 Answer = sympy.Basic | Relation | Percent
 
@@ -73,6 +67,8 @@ def parse_span(span: str) -> Answer:
     percent = tokens[-1][1] in ("%", "\\%")
     value = Parser(tokens[:-1] if percent else tokens).parse()
     if percent:
+        if syntax.assigned(value) is not None:
+            value = syntax.assigned(value)[1]  # type: ignore[index]
         if not isinstance(value, sympy.Expr):
             raise ParseError("only a number can be a percentage.")
         value = Percent(value)
@@ -97,6 +93,7 @@ class Parser:
         self.tokens = list(tokens)
         self.index = 0
         self.depth = 0
+        self.bars = 0  # open |...| around the current token: a bar there closes one
 
     def parse(self) -> Answer:
         if not self.tokens:
@@ -109,15 +106,15 @@ class Parser:
             raise ParseError(f"unexpected {self.tokens[self.index][1]!r} after the answer.")
         if len(items) == 1:
             return items[0]
-        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
+        return sympy.FiniteSet(*(element(item) for item in capped(items)))
 
     # set_expression := relation (('\cup'|'\cap'|'\setminus') relation)*
     def set_expression(self) -> Answer:
         result = self.relation()
         while self.peek() in syntax.SET_OPS:
             op = self.take()[1]
-            right = _as_set(self.relation())
-            left = _as_set(result)
+            right = as_set(self.relation())
+            left = as_set(result)
             if op == "\\cup":
                 result = sympy.Union(left, right)
             elif op == "\\cap":
@@ -126,15 +123,24 @@ class Parser:
                 result = sympy.Complement(left, right)
         return result
 
-    # relation := sum (relop sum)*
+    # relation := group (relop group)*
     def relation(self) -> Answer:
-        items, ops = [self.sum()], []
+        items, ops = [self.group()], []
         while self.peek() in syntax.RELATIONS:
             ops.append(syntax.RELATIONS[self.take()[1]])
-            items.append(self.sum())
+            items.append(self.group())
         if not ops:
             return items[0]
-        return _relation(tuple(ops), items)
+        return syntax.relation(tuple(ops), items)
+
+    # group := sum (('\over'|'\choose') sum)?      (TeX's {1 \over 2} and {n \choose k})
+    def group(self) -> sympy.Basic:
+        top = self.sum()
+        if self.peek() not in ("\\over", "\\choose"):
+            return top
+        over = self.take()[1] == "\\over"
+        bottom = scalar(self.sum())
+        return syntax.divide(scalar(top), bottom) if over else syntax.binomial(scalar(top), bottom)
 
     # sum := term (('+'|'-') term)*
     def sum(self) -> sympy.Basic:
@@ -142,8 +148,8 @@ class Parser:
         result = self.term()
         while self.peek() in ("+", "-"):
             sign = self.take()[1]
-            right = _scalar(self.term())
-            result = sympy.Add(_scalar(result), right if sign == "+" else sympy.Mul(-1, right))
+            right = scalar(self.term())
+            result = sympy.Add(scalar(result), right if sign == "+" else sympy.Mul(-1, right))
         self.depth -= 1
         return result
 
@@ -154,11 +160,11 @@ class Parser:
             token = self.peek()
             if token in syntax.TIMES or token in syntax.DIVIDE:
                 self.take()
-                right = _scalar(self.unary())
+                right = scalar(self.unary())
                 divided = token in syntax.DIVIDE
-                result = syntax.divide(_scalar(result), right) if divided else result * right
+                result = syntax.divide(scalar(result), right) if divided else result * right
             elif self.starts_implicit_factor():
-                result = sympy.Mul(_scalar(result), _scalar(self.unary()))
+                result = sympy.Mul(scalar(result), scalar(self.unary()))
             else:
                 return result
 
@@ -168,14 +174,14 @@ class Parser:
         kind, text = self.tokens[self.index]
         if kind in ("name", "cmd"):
             return text not in syntax.NOT_A_FACTOR
-        return text in ("(", "{")
+        return text in ("(", "{") or (text == "|" and self.bars == 0)
 
     # unary := ('+'|'-') unary | syntax.power
     def unary(self) -> sympy.Basic:
         if self.peek() in ("+", "-"):
             sign = self.take()[1]
             self.enter()
-            operand = _scalar(self.unary())
+            operand = scalar(self.unary())
             self.depth -= 1
             return operand if sign == "+" else sympy.Mul(-1, operand)
         return self.power()
@@ -186,17 +192,19 @@ class Parser:
         if self.peek() in ("^", "**"):
             self.take()
             self.enter()
-            exponent = _scalar(self.unary())
+            exponent = scalar(self.unary())
             self.depth -= 1
-            return syntax.power(_scalar(base), exponent)
+            return syntax.power(scalar(base), exponent)
         return base
 
-    # postfix := atom '!'*
+    # postfix := atom ('!' | '!!')?      (5!! is the double factorial 5*3*1, never (5!)!)
     def postfix(self) -> sympy.Basic:
         result = self.atom()
-        while self.peek() == "!":
-            self.take()
-            result = syntax.factorial(_scalar(result))
+        if self.peek() in ("!", "!!"):
+            double = self.take()[1] == "!!"
+            result = syntax.factorial(scalar(result), double)
+            if self.peek() in ("!", "!!"):
+                raise ParseError("several factorial marks in a row are ambiguous; write (5!)!.")
         return result
 
     def atom(self) -> sympy.Basic:
@@ -208,8 +216,10 @@ class Parser:
         if text in ("{", "\\{"):
             return self.braced(text)
         if text == "|":
-            inner = _scalar(self.sum())
+            self.bars += 1
+            inner = scalar(self.group())
             self.expect("|")
+            self.bars -= 1
             return sympy.Abs(inner)
         if kind == "name":
             return self.name(text)
@@ -231,10 +241,10 @@ class Parser:
 
     def bracketed(self, opening: str) -> sympy.Basic:
         """``(a)`` groups; ``(a, b, ...)`` is a tuple; ``[a, b]``, ``(a, b]``, ``[a, b)``."""
-        items = [self.sum()]
+        items = [self.group()]
         while self.peek() == ",":
             self.take()
-            items.append(self.sum())
+            items.append(self.group())
         closing = self.take()[1]
         if closing not in (")", "]"):
             raise ParseError(f"expected ')' or ']' but found {closing!r}.")
@@ -244,10 +254,10 @@ class Parser:
                 raise ParseError(f"{opening!r} is closed by {closing!r}.")
             return items[0]
         if len(items) == 2 and pair != ("(", ")"):
-            return _interval(items[0], items[1], opening == "(", closing == ")")
+            return interval(items[0], items[1], opening == "(", closing == ")")
         if pair != ("(", ")"):
             raise ParseError("an interval has two ends, e.g. [1, 2).")
-        return sympy.Tuple(*(_element(item) for item in _capped(items)))
+        return sympy.Tuple(*(element(item) for item in capped(items)))
 
     def braced(self, opening: str) -> sympy.Basic:
         """``{a}`` groups (LaTeX); ``{a, b}`` and ``\\{a\\}`` are sets."""
@@ -262,16 +272,29 @@ class Parser:
         self.expect(closing)
         if opening == "{" and len(items) == 1:
             return items[0]
-        return sympy.FiniteSet(*(_element(item) for item in _capped(items)))
+        return sympy.FiniteSet(*(element(item) for item in capped(items)))
 
     def name(self, text: str) -> sympy.Basic:
         if text in syntax.FUNCTIONS:
-            return syntax.FUNCTIONS[text](self.argument())
+            return self.function(text)
         if text in syntax.CONSTANTS:
             return syntax.CONSTANTS[text]
         if len(text) == 1:
             return sympy.Symbol(text)
+        if len(text) <= 3 and text.lower() not in syntax.WORDS:
+            return sympy.Mul(*(self.name(letter) for letter in text))  # xy is x times y
         raise ParseError(f"unknown name {text!r}; only single-letter symbols are allowed.")
+
+    def function(self, name: str) -> sympy.Basic:
+        """``f(x)``; ``f^2 x`` is ``(f x)^2``, as LaTeX writes ``\\sin^2 x``."""
+        exponent = None
+        if self.peek() == "^" and name != "sqrt":
+            self.take()
+            exponent = scalar(self.postfix())
+            if not (exponent.is_Integer and exponent > 0):
+                raise ParseError(f"{name}^{exponent} is not in the grammar; write ({name} x)^2.")
+        value = syntax.FUNCTIONS[name](self.argument())
+        return value if exponent is None else syntax.power(value, exponent)
 
     def command(self, text: str) -> sympy.Basic:
         if text in syntax.FRACTIONS:
@@ -282,22 +305,30 @@ class Parser:
             return syntax.binomial(top, self.fraction_part())
         if text == "\\sqrt" and self.peek() == "[":
             self.take()
-            index = _scalar(self.sum())
+            index = scalar(self.sum())
             self.expect("]")
             return syntax.power(self.argument(), syntax.divide(sympy.Integer(1), index))
         if text in syntax.LATEX_FUNCTIONS:
-            return syntax.FUNCTIONS[text[1:]](self.argument())
+            return self.function(text[1:])
         if text in syntax.LATEX_CONSTANTS:
             return syntax.LATEX_CONSTANTS[text]
         if text in syntax.LATEX_EMPTY:
             return sympy.EmptySet
+        if text == "\\mathbb":
+            self.expect("{")
+            letter = self.take()[1]
+            self.expect("}")
+            if letter not in syntax.NUMBER_SETS:
+                known = ", ".join(syntax.NUMBER_SETS)
+                raise ParseError(f"\\mathbb{{{letter}}} is not a set the grammar knows ({known}).")
+            return syntax.NUMBER_SETS[letter]
         raise ParseError(f"LaTeX command {text!r} is not allowed in an answer.")
 
     def fraction_part(self) -> sympy.Expr:
         """``{expr}``, or one digit or letter as LaTeX reads ``\\frac12`` or ``\\frac ab``."""
         if self.peek() == "{":
             self.take()
-            inner = _scalar(self.sum())
+            inner = scalar(self.group())
             self.expect("}")
             return inner
         kind, text = self.take()
@@ -310,7 +341,7 @@ class Parser:
     def argument(self) -> sympy.Expr:
         """A function's argument: ``(x)``, ``{x}`` or a single factor (``\\sin x``)."""
         self.enter()
-        result = _scalar(self.postfix())
+        result = scalar(self.postfix())
         self.depth -= 1
         return result
 
@@ -333,57 +364,3 @@ class Parser:
         found = self.take()[1]
         if found != text:
             raise ParseError(f"expected {text!r} but found {found!r}.")
-
-
-# ---- building values ------------------------------------------------------------------------
-
-
-def _scalar(value: object) -> sympy.Expr:
-    """``value`` when it is a number or expression; arithmetic on anything else is an error."""
-    if isinstance(value, sympy.Expr):
-        return value
-    kind = type(value).__name__
-    raise ParseError(f"a {kind} cannot take part in arithmetic; write one answer.")
-
-
-def _element(value: object) -> sympy.Basic:
-    if isinstance(value, (sympy.Expr, sympy.Tuple)):
-        return value
-    raise ParseError("a tuple or set holds numbers or expressions, not sets or relations.")
-
-
-def _capped(items: list) -> list:
-    if len(items) > MAX_ITEMS:
-        raise ParseError(f"more than {MAX_ITEMS} items in one answer.")
-    return items
-
-
-def _as_set(value: object) -> sympy.Set:
-    """A set operand; a pair ``(a, b)`` next to ``\\cup`` is the open interval."""
-    if isinstance(value, sympy.Set):
-        return value
-    if isinstance(value, sympy.Tuple) and len(value) == 2:
-        return _interval(value[0], value[1], True, True)
-    raise ParseError("\\cup, \\cap and \\setminus join sets or intervals.")
-
-
-def _interval(low: object, high: object, left_open: bool, right_open: bool) -> sympy.Set:
-    try:
-        return sympy.Interval(_scalar(low), _scalar(high), left_open, right_open)
-    except (ValueError, TypeError) as err:
-        raise ParseError(f"not an interval: {err}") from None
-
-
-def _relation(ops: tuple[str, ...], items: list) -> Answer:
-    """Assignments and memberships become their value; other relations are kept as they are."""
-    if "in" in ops:
-        if ops != ("in",) or not isinstance(items[0], sympy.Symbol):
-            raise ParseError("write a membership as x \\in S.")
-        return _as_set(items[1])
-    if ops.count("=") > 1:
-        raise ParseError("write one answer, not a chain of equalities.")
-    if ops == ("=",) and isinstance(items[0], sympy.Symbol):
-        return items[1]
-    if "=" in ops and len(ops) > 1:
-        raise ParseError("an equality cannot be chained with an inequality.")
-    return Relation(ops, tuple(_scalar(item) for item in items))

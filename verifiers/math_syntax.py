@@ -2,12 +2,16 @@
 
 Normalisation undoes the ways one answer is written differently, and nothing else:
 
-- Unicode look-alikes become their plain forms (``−`` ``×`` ``·`` ``÷`` ``π`` ``∞`` ``√``
-  ``≤`` ``≥`` ``≠`` ``∪`` ``∩``);
+- Unicode look-alikes become their plain forms: every minus and dash (``−`` ``‐`` ``‑``
+  ``‒`` ``–`` ``—``), ``×`` ``·`` ``÷`` ``π`` ``∞`` ``√`` ``≤`` ``≥`` ``≠`` ``∪`` ``∩`` ``ℝ``;
+  superscripts are powers (``2²`` is ``2^{2}``, ``10⁻³`` is ``10^{-3}``), vulgar fractions
+  are fractions (``½``; ``2½`` is the mixed number 5/2), and the rest is read in Unicode's
+  compatibility form (full-width digits are digits);
 - math delimiters (``$``, ``\\(``, ``\\[``), ``\\displaystyle``, ``\\left``/``\\right``, LaTeX
   spacing (``\\,`` ``\\;`` ``\\!`` ``~`` ``\\quad``) and degree marks are dropped;
-- digit groups are joined: ``1,000``, ``1\\,000``, ``1{,}000`` and ``1\\ 000`` are 1000 (a
-  separator counts only between digits and before exactly three of them);
+- digit groups are joined: ``1,000``, ``1\\,000``, ``1{,}000``, ``1\\ 000`` and 1000 split by a
+  no-break, narrow no-break, thin or figure space are 1000 (a separator counts only between
+  digits and before exactly three of them; a plain space never does);
 - ``\\text{...}``, ``\\mathrm{...}``, ``\\textbf{...}``, ``\\mbox{...}`` and friends give their
   content (``\\text{3}`` is 3);
 - a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ...) and a
@@ -23,7 +27,9 @@ factorials too large to compare cheaply.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import sympy
 
@@ -31,8 +37,9 @@ from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError
 
 UNICODE = str.maketrans(
     {
-        "\u2212": "-",
-        "\u2013": "-",
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d", "-"),
+        "\u2044": "/",
+        "\u211d": "\\mathbb{R}",
         "\u00d7": "*",
         "\u00b7": "*",
         "\u22c5": "*",
@@ -54,7 +61,14 @@ DELIMITERS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]|\\displaystyle|\\left\b|\\right
 TEXT_COMMANDS = re.compile(
     r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )
-DIGIT_GROUP = re.compile(r"(?<=\d)(?:,|\{,\}|\\,|\\ |\\thinspace\s*)(?=\d{3}(?!\d))")
+DIGIT_GROUP = re.compile(
+    r"(?<=\d)(?:,|\{,\}|\\,|\\ |\\thinspace\s*|[\u00a0\u2007\u2009\u202f])(?=\d{3}(?!\d))"
+)
+SUPERSCRIPT = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u207b]+")
+SUPERSCRIPT_PLAIN = str.maketrans(
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b", "0123456789+-"
+)
+VULGAR = re.compile("[\u00bc-\u00be\u2150-\u215e\u2189]")
 SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|~|\^\s*\{?\s*\\circ\s*\}?|\\circ\b")
 UNITS = (
     "cm|mm|km|kg|mg|ml|meters?|metres?|centimeters?|kilometers?|inches|inch|feet|foot|ft|"
@@ -69,19 +83,20 @@ TOKEN = re.compile(
     r"|(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
     r"|(?P<cmd>\\[A-Za-z]+|\\[{}%])"
     r"|(?P<name>[A-Za-z]+)"
-    r"|(?P<op>\*\*|<=|>=|!=|[-+*/^()!{}\[\],<>=|%])"
+    r"|(?P<op>\*\*|!!|<=|>=|!=|[-+*/^()!{}\[\],<>=|%])"
 )
 Token = tuple[str, str]
 MAX_DEPTH = 30
 MAX_NUMBER_DIGITS = 200
 MAX_EXPONENT = 100_000
 MAX_POWER_BITS = 400_000
+MAX_ROOT_BITS = 2000
 MAX_FACTORIAL = 5000
 
 # ---- the vocabulary: every name and command the parser knows ---------------------------------
 
 FUNCTIONS: dict[str, Callable[[sympy.Expr], sympy.Expr]] = {
-    "sqrt": sympy.sqrt,
+    "sqrt": lambda value: power(value, sympy.Rational(1, 2)),
     "sin": sympy.sin,
     "cos": sympy.cos,
     "tan": sympy.tan,
@@ -116,21 +131,37 @@ RELATIONS = {
     "=": "=",
     "\\in": "in",
 }
-NOT_A_FACTOR = TIMES | DIVIDE | SET_OPS | set(RELATIONS) | {"\\}", "\\%"}
+# Short words that are prose or functions outside the grammar, never a product of letters
+# (``xy`` is x times y; ``or`` in "2 or 3" is not o times r).
+WORDS_TEXT = (
+    "an and are as at be but by can do for get got has he if in is it its let may no nor "
+    "not now of on or our out so the to too two us was we yes yet you all any one six ten "
+    "few per via way new old off own see say set use sum max min mod gcd lcm arg det deg "
+    "lim sec csc cot sgn erf tg ctg arc sin cos tan log ln exp abs sqrt"
+)
+WORDS = frozenset(WORDS_TEXT.split())
+NUMBER_SETS = {"R": sympy.S.Reals, "Z": sympy.S.Integers, "Q": sympy.S.Rationals}
+NOT_A_FACTOR = TIMES | DIVIDE | SET_OPS | set(RELATIONS) | {"\\}", "\\%", "\\over", "\\choose"}
 
 
 def normalise(answer: str) -> str:
     """One spelling for each way of writing the same answer (see the module docstring)."""
-    answer = answer.translate(UNICODE)
+    answer = SUPERSCRIPT.sub(lambda m: "^{" + m.group().translate(SUPERSCRIPT_PLAIN) + "}", answer)
+    answer = VULGAR.sub(_vulgar, answer).translate(UNICODE)
     answer = DELIMITERS.sub(" ", answer)
     for _ in range(3):  # nested \text{\textbf{3}}
         answer = TEXT_COMMANDS.sub(lambda m: f" {m.group(1)} ", answer)
-    answer = DIGIT_GROUP.sub("", answer)
+    answer = unicodedata.normalize("NFKC", DIGIT_GROUP.sub("", answer))
     answer = SPACING.sub(" ", answer).strip()
     answer = answer.removesuffix(".").strip()
     answer = PERCENT_WORD.sub("%", answer)
     stripped = TRAILING_UNITS.sub("", answer).strip()
     return stripped if stripped else answer
+
+
+def _vulgar(match: re.Match[str]) -> str:
+    numerator, _, denominator = unicodedata.normalize("NFKC", match.group()).partition("\u2044")
+    return f" \\frac{{{numerator}}}{{{denominator}}}"
 
 
 def tokenize(answer: str) -> list[Token]:
@@ -183,6 +214,10 @@ def power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
             raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
         if base.is_Rational and bits(base) * abs(exponent) > MAX_POWER_BITS:
             raise ParseError("the power is too large to compare.")
+        if base.is_Rational and not exponent.is_Integer and bits(base) > MAX_ROOT_BITS:
+            raise ParseError(
+                f"a root of a number above {MAX_ROOT_BITS} bits is too costly; simplify it."
+            )
     elif not exponent.free_symbols and exponent.has(sympy.Pow) and base.is_Number:
         # a constant tower like 2^(3^(1/2)*10^5) stays symbolic; keep it bounded all the same
         bound = sympy.Abs(exponent).evalf(15)
@@ -197,12 +232,15 @@ def bits(value: sympy.Rational) -> int:
     return max(int(value.p).bit_length(), int(value.q).bit_length(), 1)
 
 
-def factorial(value: sympy.Expr) -> sympy.Expr:
+def factorial(value: sympy.Expr, double: bool = False) -> sympy.Expr:
+    """``n!``, or the double factorial ``n!!`` (n(n-2)(n-4)..., not (n!)!)."""
+    make = sympy.factorial2 if double else sympy.factorial
     if value.free_symbols:
-        return sympy.factorial(value)
+        return make(value)
     if not (value.is_Integer and 0 <= value <= MAX_FACTORIAL):
-        raise ParseError(f"factorial needs a whole number from 0 to {MAX_FACTORIAL}.")
-    return sympy.factorial(value)
+        mark = "!!" if double else "!"
+        raise ParseError(f"n{mark} needs a whole number n from 0 to {MAX_FACTORIAL}.")
+    return make(value)
 
 
 def binomial(top: sympy.Expr, bottom: sympy.Expr) -> sympy.Expr:
@@ -210,3 +248,144 @@ def binomial(top: sympy.Expr, bottom: sympy.Expr) -> sympy.Expr:
         if not value.free_symbols and not (value.is_Integer and abs(value) <= MAX_FACTORIAL):
             raise ParseError(f"\\binom needs whole numbers up to {MAX_FACTORIAL} (or symbols).")
     return sympy.binomial(top, bottom)
+
+
+# ---- the kinds of answer beyond numbers, and building them ----------------------------------
+
+MAX_ITEMS = 50
+
+
+@dataclass(frozen=True)
+class Relation:
+    """An equation or inequality chain: ``items[0] ops[0] items[1] ops[1] items[2] ...``."""
+
+    ops: tuple[str, ...]
+    items: tuple[sympy.Expr, ...]
+
+
+@dataclass(frozen=True)
+class Percent:
+    """``value`` followed by a percent sign."""
+
+    value: sympy.Expr
+
+
+def real_symbols(value: object) -> object:
+    """``value`` with every symbol a real one (comparisons read variables as real numbers)."""
+    if isinstance(value, Relation):
+        return Relation(value.ops, tuple(real_symbols(item) for item in value.items))
+    if isinstance(value, Percent):
+        return Percent(real_symbols(value.value))
+    assert isinstance(value, sympy.Basic)
+    mapping = {s: sympy.Symbol(s.name, real=True) for s in value.free_symbols}
+    return value.xreplace(mapping) if mapping else value
+
+
+def scalar(value: object) -> sympy.Expr:
+    """``value`` when it is a number or expression; arithmetic on anything else is an error."""
+    if isinstance(value, sympy.Expr):
+        return value
+    kind = type(value).__name__
+    raise ParseError(f"a {kind} cannot take part in arithmetic; write one answer.")
+
+
+def element(value: object) -> sympy.Basic:
+    """A member of a tuple or set; an assignment ``x = 2`` in a list stands for its value."""
+    if isinstance(value, Relation) and assigned(value) is not None:
+        value = assigned(value)[1]  # type: ignore[index]
+    if isinstance(value, (sympy.Expr, sympy.Tuple)):
+        return value
+    raise ParseError("a tuple or set holds numbers or expressions, not sets or relations.")
+
+
+def assigned(value: object) -> tuple[sympy.Symbol, sympy.Basic] | None:
+    """(x, v) for an equation ``x = v`` or ``v = x`` whose value ``v`` does not involve x."""
+    if not (isinstance(value, Relation) and value.ops == ("=",)):
+        return None
+    left, right = value.items
+    for symbol, side in ((left, right), (right, left)):
+        if isinstance(symbol, sympy.Symbol) and symbol not in side.free_symbols:
+            return symbol, side
+    return None
+
+
+def capped(items: list) -> list:
+    if len(items) > MAX_ITEMS:
+        raise ParseError(f"more than {MAX_ITEMS} items in one answer.")
+    return items
+
+
+def as_set(value: object) -> sympy.Set:
+    """A set operand; a pair ``(a, b)`` next to ``\\cup`` is the open interval."""
+    if isinstance(value, sympy.Set):
+        return value
+    if isinstance(value, sympy.Tuple) and len(value) == 2:
+        return interval(value[0], value[1], True, True)
+    raise ParseError("\\cup, \\cap and \\setminus join sets or intervals.")
+
+
+def interval(low: object, high: object, left_open: bool, right_open: bool) -> sympy.Set:
+    try:
+        return sympy.Interval(scalar(low), scalar(high), left_open, right_open)
+    except (ValueError, TypeError) as err:
+        raise ParseError(f"not an interval: {err}") from None
+
+
+def relation(ops: tuple[str, ...], items: list) -> sympy.Basic | Relation:
+    """A membership ``x \\in S`` is its set; equations and inequalities stay relations."""
+    if "in" in ops:
+        if ops != ("in",) or not isinstance(items[0], sympy.Symbol):
+            raise ParseError("write a membership as x \\in S.")
+        return as_set(items[1])
+    if ops.count("=") > 1:
+        raise ParseError("write one answer, not a chain of equalities.")
+    if "=" in ops and len(ops) > 1:
+        raise ParseError("an equality cannot be chained with an inequality.")
+    whole = isinstance(items[1], (sympy.Tuple, sympy.Set))
+    if ops == ("=",) and isinstance(items[0], sympy.Symbol) and whole:
+        return Relation(ops, (items[0], items[1]))  # x = (1, 2), S = {1, 2}: kept whole
+    return Relation(ops, tuple(scalar(item) for item in items))
+
+
+FLIPPED = {">": "<", ">=": "<="}
+
+
+def relation_set(relation: Relation) -> tuple[sympy.Symbol, sympy.Set] | None:
+    """(variable, the set it ranges over) for ``x < 3``, ``1 <= x < 2``, ...; None otherwise."""
+    ops, items = pointing_up(relation)
+    variables = [i for i, item in enumerate(items) if isinstance(item, sympy.Symbol)]
+    if len(variables) != 1:
+        return None
+    where, symbol = variables[0], items[variables[0]]
+    if any(item.free_symbols for i, item in enumerate(items) if i != where):
+        return None
+    try:
+        if len(ops) == 1:
+            bound, op = items[1 - where], ops[0]
+            return symbol, _one_sided(op, bound, variable_first=where == 0)
+        if len(ops) == 2 and where == 1 and set(ops) <= {"<", "<="}:
+            low, high = items[0], items[2]
+            return symbol, sympy.Interval(low, high, ops[0] == "<", ops[1] == "<")
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _one_sided(op: str, bound: sympy.Expr, variable_first: bool) -> sympy.Set:
+    if op == "=":
+        return sympy.FiniteSet(bound)
+    if op == "!=":
+        return sympy.Complement(sympy.S.Reals, sympy.FiniteSet(bound))
+    below = variable_first  # x < b: below b; b < x: above b
+    strict = op == "<"
+    if below:
+        return sympy.Interval(-sympy.oo, bound, True, strict)
+    return sympy.Interval(bound, sympy.oo, strict, True)
+
+
+def pointing_up(relation: Relation) -> tuple[tuple[str, ...], tuple[sympy.Expr, ...]]:
+    """The chain with ``>``/``>=`` turned round into ``<``/``<=`` (``3 > x`` is ``x < 3``)."""
+    ops, items = relation.ops, relation.items
+    if ops and all(op in FLIPPED for op in ops):
+        return tuple(FLIPPED[op] for op in reversed(ops)), tuple(reversed(items))
+    return ops, items

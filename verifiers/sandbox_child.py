@@ -1,18 +1,23 @@
 """The child side of the code sandbox: confine this process, run the program, report values.
 
-Started by ``code_sandbox.run_calls`` as ``python -I sandbox_child.py CONFIG_JSON``, in its
-own session, in a fresh working directory, with a scrubbed environment. It uses only the
-standard library (it must not import the package, which is not readable once confined).
+Started by ``code_sandbox.run_calls`` as ``python -I sandbox_child.py CONFIG_JSON``, in its own
+session, in a fresh working directory, with a scrubbed environment. It uses only the standard
+library (it must not import the package, which is not readable once confined).
 
 In order, before any untrusted code runs:
 1. the program and the calls to make are read from the working directory;
-2. resource limits (address space, CPU seconds, file size, open files, tasks, no core files);
-3. Landlock, where the kernel has it: reading only the Python installation and system library
-   folders, writing only the working directory, no TCP bind/connect, and (Landlock ABI >= 6)
-   no signals to processes outside the sandbox;
-4. a seccomp filter, unless subprocesses are allowed: creating a process fails with EPERM,
+2. in a user and mount namespace: an empty tmpfs of ``disk_mb`` MiB (and at most
+   ``MAX_FILES`` files) is mounted over the working directory, the total disk cap of a run;
+3. resource limits (address space, CPU seconds, file size, open files, tasks, no core files);
+4. Landlock, where the kernel has it: reading only the Python installation and system library
+   folders minus the hidden ones (this package: its code and data, such as a task bank,
+   wherever it is installed), writing only the working directory, no TCP bind/connect, and
+   (Landlock ABI >= 6) no signals to processes outside the sandbox;
+5. a seccomp filter, unless subprocesses are allowed: creating a process fails with EPERM,
    threads still work;
-5. "ready" is written to the results pipe. Only then does the program run; then each call
+6. with ``fake_clock``, the clocks of ``time`` and ``datetime`` start at that moment: two
+   runs set at different moments show a program whose result depends on the time;
+7. "ready" is written to the results pipe. Only then does the program run; then each call
    ``function(*args, **kwargs)``, and one ``results`` line reports, per call, the value it
    returned (in the tagged form of ``code_values``) or the exception it raised.
 
@@ -25,15 +30,29 @@ calls returned these plain values". Expected values never enter this process.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import json
 import os
 import platform
 import resource
 import sys
+import time
 import traceback
 
 MIB = 1024 * 1024
+MAX_FILES = 4096
+MS_NOSUID, MS_NODEV = 2, 4
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+def mount_scratch(folder: str, megabytes: int) -> None:
+    """An empty tmpfs of ``megabytes`` over ``folder`` (needs a user and mount namespace)."""
+    options = f"size={megabytes}m,nr_inodes={MAX_FILES},mode=0700".encode()
+    flags = MS_NOSUID | MS_NODEV
+    if _libc().mount(b"selfplay", folder.encode(), b"tmpfs", flags, options) != 0:
+        raise OSError(ctypes.get_errno(), "mounting the scratch folder failed")
+    os.chdir(folder)
+
 
 # ---- resource limits ----------------------------------------------------------------------
 
@@ -104,8 +123,9 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def apply_landlock(work: str) -> int:
-    """Confine file access to the interpreter (read) and ``work`` (write); the ABI used."""
+def apply_landlock(work: str, hidden: list[str]) -> int:
+    """Confine file access to the interpreter (read) and ``work`` (write), never anything
+    under ``hidden``; the ABI used."""
     abi = landlock_abi()
     if abi < 1:
         return 0
@@ -121,8 +141,9 @@ def apply_landlock(work: str) -> int:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
+        secret = [os.path.realpath(path) for path in hidden]
         for path in _interpreter_paths():
-            _allow(libc, ruleset, path, READ_ONLY & handled)
+            _allow_but(libc, ruleset, path, READ_ONLY & handled, secret)
         _allow(libc, ruleset, "/dev/null", (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE) & handled)
         _allow(libc, ruleset, "/dev/urandom", FS_READ_FILE)
         _allow(libc, ruleset, work, handled)
@@ -139,6 +160,23 @@ def _interpreter_paths() -> set[str]:
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     prefixes.add(os.path.dirname(os.path.realpath(sys.executable)))
     return {os.path.realpath(path) for path in (*prefixes, *SYSTEM_PATHS)}
+
+
+def _allow_but(libc: ctypes.CDLL, ruleset: int, path: str, access: int, hidden: list) -> None:
+    """Allow ``path`` except what lies under ``hidden``: Landlock only adds rights, so a
+    folder holding a hidden one is allowed entry by entry (and listed, names only)."""
+    inside = os.path.join(path, "")
+    if any(path == secret or path.startswith(os.path.join(secret, "")) for secret in hidden):
+        return
+    if not any(secret.startswith(inside) for secret in hidden):
+        _allow(libc, ruleset, path, access)
+        return
+    _allow(libc, ruleset, path, access & FS_READ_DIR)
+    for entry in os.scandir(path):
+        real = os.path.realpath(entry.path)
+        if entry.is_symlink() and any(real.startswith(os.path.join(s, "")) for s in hidden):
+            continue
+        _allow_but(libc, ruleset, real if entry.is_symlink() else entry.path, access, hidden)
 
 
 def _allow(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
@@ -230,22 +268,21 @@ def apply_no_processes() -> bool:
 # ---- running ------------------------------------------------------------------------------
 
 
+SCALARS = {"bool": bool, "str": str, "int": int, "float": float.fromhex, "bytes": bytes.fromhex}
+SHOWN = {int: str, float: float.hex, bytes: bytes.hex, bool: bool, str: str}
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
 def encode(value, depth=0):
     """The tagged form of ``code_values`` (exact builtin types only)."""
+    kind = type(value)
     if depth > 40:
         raise ValueError("nested too deeply")
-    kind = type(value)
     if value is None:
         return ["none"]
-    if kind in (bool, str):
-        return [kind.__name__, value]
-    if kind is int:
-        return ["int", str(value)]
-    if kind is float:
-        return ["float", value.hex()]
-    if kind is bytes:
-        return ["bytes", value.hex()]
-    if kind in (list, tuple, set, frozenset):
+    if kind in SHOWN:
+        return [kind.__name__, SHOWN[kind](value)]
+    if kind.__name__ in CONTAINERS and CONTAINERS[kind.__name__] is kind:
         return [kind.__name__, [encode(item, depth + 1) for item in value]]
     if kind is dict:
         return ["dict", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]]
@@ -254,21 +291,14 @@ def encode(value, depth=0):
 
 def decode(data):
     """Arguments from the parent (already validated there): the inverse of ``encode``."""
-    tag, rest = data[0], data[1:]
-    makers = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+    tag = data[0]
     if tag == "none":
         return None
-    if tag in ("bool", "str"):
-        return rest[0]
-    if tag == "int":
-        return int(rest[0])
-    if tag == "float":
-        return float.fromhex(rest[0])
-    if tag == "bytes":
-        return bytes.fromhex(rest[0])
-    if tag in makers:
-        return makers[tag](decode(item) for item in rest[0])
-    return {decode(k): decode(v) for k, v in rest[0]}
+    if tag in SCALARS:
+        return SCALARS[tag](data[1])
+    if tag == "dict":
+        return {decode(k): decode(v) for k, v in data[1]}
+    return CONTAINERS[tag](decode(item) for item in data[1])
 
 
 def describe(error: BaseException) -> str:
@@ -293,6 +323,39 @@ def outcome(namespace: dict, call: list) -> list:
         return ["unencodable", describe(error)]
 
 
+def fake_clocks(start: float) -> None:
+    """Make the standard clocks run from ``start`` (seconds since the epoch) instead of now."""
+    now = time.time()  # every clock reads ``start`` now, then runs on
+    for name in ("time", "monotonic", "perf_counter", "clock_gettime"):
+        clock, clock_ns = getattr(time, name), getattr(time, f"{name}_ns")
+        shift = start - (now if name in ("time", "clock_gettime") else clock())
+        setattr(time, name, lambda *at, clock=clock, shift=shift: clock(*at) + shift)
+        nanos = int(shift * 1e9)
+        setattr(time, f"{name}_ns", lambda *at, clock=clock_ns, nanos=nanos: clock(*at) + nanos)
+    for name in ("localtime", "gmtime", "ctime"):
+        real = getattr(time, name)
+        setattr(time, name, lambda at=None, real=real: real(time.time() if at is None else at))
+    strftime, asctime = time.strftime, time.asctime
+    time.strftime = lambda form, t=None: strftime(form, time.localtime() if t is None else t)
+    time.asctime = lambda t=None: asctime(time.localtime() if t is None else t)
+
+    class Date(datetime.date):
+        @classmethod
+        def today(cls):
+            return cls.fromtimestamp(time.time())
+
+    class DateTime(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls.fromtimestamp(time.time(), tz)
+
+        today = now
+        utcnow = classmethod(lambda cls: cls.now(datetime.timezone.utc).replace(tzinfo=None))
+
+    for module in (datetime, sys.modules.get("_datetime", datetime)):
+        module.date, module.datetime = Date, DateTime
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -305,9 +368,16 @@ def main(config: dict) -> None:
         program = file.read()
     with open(config["calls"]) as file:
         calls = json.load(file)
-    apply_limits(config["limits"], config["user_namespace"])
-    landlock = apply_landlock(os.getcwd())
-    seccomp = False if config["limits"]["allow_subprocesses"] else apply_no_processes()
+    limits = config["limits"]
+    if config["user_namespace"]:
+        mount_scratch(os.getcwd(), limits["disk_mb"])
+        with open("program.py", "w") as file:  # for tracebacks
+            file.write(program)
+    apply_limits(limits, config["user_namespace"])
+    landlock = apply_landlock(os.getcwd(), config["hidden"])
+    seccomp = False if limits["allow_subprocesses"] else apply_no_processes()
+    if limits["fake_clock"] is not None:
+        fake_clocks(limits["fake_clock"])
     os.write(results_fd, f"ready landlock={landlock} seccomp={int(seccomp)}\n".encode())
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     try:

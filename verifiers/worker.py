@@ -6,20 +6,28 @@ the pipe with a deadline, never on a signal, so a timeout works from any thread,
 about the caller's ``__main__`` is re-imported. On timeout the worker is killed and its
 successor is started at once, so it warms up while the caller moves on. Calls are serialised
 by a lock; use one worker per thread for parallel checks.
+
+Also here, for the code sandbox's run folders: ``discard`` renames a folder away and deletes it
+on a background thread, so the verdict never waits for a program's leftovers.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
+import queue
 import resource
 import selectors
+import shutil
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 STARTUP_SECONDS = 120.0  # importing sympy on a busy machine can take a while
@@ -162,6 +170,60 @@ def serve(target: str, memory_mb: int) -> None:
             answer = ["raised", f"{type(err).__name__}: {err}"]
         out.write(json.dumps(answer) + "\n")
         out.flush()
+
+
+# ---- deleting run folders off the verdict's path (the code sandbox's) -------------------------
+
+_TRASH: queue.Queue[Path] = queue.Queue()
+_CLEANER: list[threading.Thread] = []
+CLEANUP_AT_EXIT_SECONDS = 5.0
+
+
+def discard(root: Path) -> None:
+    """Rename the run folder away (instant) and delete it on a background thread."""
+    trash = root.with_name(f"selfplay-trash-{uuid.uuid4().hex}")
+    try:
+        root.rename(trash)
+    except OSError:
+        trash = root
+    _TRASH.put(trash)
+    if not _CLEANER:
+        cleaner = threading.Thread(target=_clean_forever, name="sandbox-cleanup", daemon=True)
+        _CLEANER.append(cleaner)
+        cleaner.start()
+        atexit.register(wait_for_cleanup, CLEANUP_AT_EXIT_SECONDS)
+
+
+def wait_for_cleanup(timeout: float = 60.0) -> bool:
+    """Wait until every discarded folder is gone (at most ``timeout`` s); True if they are."""
+    deadline = time.monotonic() + timeout
+    while _TRASH.unfinished_tasks and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not _TRASH.unfinished_tasks
+
+
+def _clean_forever() -> None:
+    while True:
+        folder = _TRASH.get()
+        try:
+            _remove(folder)
+        finally:
+            _TRASH.task_done()
+
+
+def _remove(root: Path) -> None:
+    """Delete the run folder even where the code removed permissions from its files."""
+
+    def unlock(func, path, _exc):
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+        func(path)
+
+    try:
+        shutil.rmtree(root, onerror=unlock)
+    except OSError:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Code proposer/solver (Absolute Zero, Zhao et al. 2025): one model sets and solves code tasks.
 
     propose  the proposer writes a short deterministic Python function ``f`` and input(s) for a
-             task of the match's kind; the sandbox runs it twice: it must run, give plain
-             values the solver can write as literals, and give the same values both times
+             task of the match's kind; the sandbox runs it twice, its clocks set years
+             apart (``CLOCKS``): it must run, give plain values the solver can write as
+             literals, and give the same values both times (so not depend on the time)
     solve    ``attempts`` solvers (roles ``solver_1`` ... ``solver_G``, each seeing the same
              prompt and nothing of the others) answer in turn:
              deduction  given f and the input, predict the output    (checked by equality)
@@ -60,6 +61,10 @@ from selfplay.verifiers.code_sandbox import Call, RunResult
 
 ATTEMPTS = 4
 CACHED_RUNS = 512
+# The moments the two runs' clocks start at: 2001-09-09 01:46:40 and 2006-01-30 13:28:41 UTC.
+# Year, month, day, weekday, hour, minute and second all differ, and the whole seconds
+# between them leave a remainder of 1 by every number up to 12 (int(time.time()) % k).
+CLOCKS = (1_000_000_000.25, 1_138_627_721.25)
 OFF = (
     "code-proposer-solver runs model-written Python and is off by default. Switch it on with "
     "--set game_options.allow_code_execution=true (programs run in the code verifier's "
@@ -271,7 +276,7 @@ class CodeProposerSolver(Game):
         if key in self._runs:
             self._runs.move_to_end(key)
             return self._runs[key]
-        result = self.runner().evaluate(program, calls)
+        result = self.runner().evaluate(program, calls, CLOCKS[copy - 1])
         self._runs[key] = result
         if len(self._runs) > CACHED_RUNS:
             self._runs.popitem(last=False)

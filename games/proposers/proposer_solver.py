@@ -12,14 +12,17 @@ proposer fails its own check) ends the match at once: the proposer gets
 therefore not zero-sum. A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
 neither a win nor a loss, marked ``void`` in the signals and ``state.void`` (episodes keep a
 payoff for every role, so a void match is a draw with its reason recorded rather than a
-missing payoff). An unreadable answer in a proposal is an invalid move, not a void, so a
-proposer cannot escape a loss by writing garbage.
+missing payoff). An answer's verdict is on the whole reply (``games.verified.reply_verdict``):
+a reply that also states a different answer (a box, an "answer:" line) fails; a question
+``[ask: ...]`` is never an answer. An unreadable answer in a proposal is an invalid move, not
+a void, so a proposer cannot escape a loss by writing garbage.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from contextvars import ContextVar
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -35,9 +38,10 @@ from selfplay.games.proposers.math_tasks import (
     pick,
     wrong_answer,
 )
-from selfplay.games.verified import game_verifier
+from selfplay.games.verified import game_verifier, reply_verdict
 
 ROLES = ("proposer", "solver")
+REPLY: ContextVar[str | None] = ContextVar("proposer_solver_reply", default=None)
 VOID = ("timeout", "error")
 Phase = Literal["propose", "check", "solve", "reply", "done"]
 DECLINE = ("decline", "pass", "no comment")
@@ -204,9 +208,23 @@ class ProposerSolverGame(Game):
         update = {"final": action, "verdict": verdict, "phase": "done"}
         return state.model_copy(update={**update, "void": _void(verdict, "answer")})
 
+    def judge(
+        self, state: ProposerSolverState, role: Role, text: str
+    ) -> tuple[ProposerSolverState, str | None]:
+        """`Game.judge`, with the whole reply at hand for the verdict on an answer."""
+        token = REPLY.set(self.options.answer_prefix + text)
+        try:
+            return super().judge(state, role, text)
+        finally:
+            REPLY.reset(token)
+
     def verify(self, candidate: str, reference: str | None) -> str:
-        """``pass``/``fail``/``timeout``/``error`` from the configured verifier."""
-        return game_verifier(self).verify(candidate, reference or "").status
+        """``pass``/``fail``/``timeout``/``error`` from the configured verifier; on the whole
+        reply when one is being judged (the one-final-answer rule)."""
+        reply = REPLY.get()
+        if reply is None:
+            return game_verifier(self).verify(candidate, reference or "").status
+        return reply_verdict(self, reply, candidate, reference or "").status
 
     def result(self, state: ProposerSolverState) -> Payoffs | None:
         if state.phase != "done":
