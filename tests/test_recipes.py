@@ -220,3 +220,17 @@ def test_the_benchmarks_run_the_registered_recipes():
     known = {entry.name for entry in registries().recipes}
     assert set(learning.MEASURED) <= known
     assert {f"math-{name}" for name in objectives.RECIPES} <= known
+
+
+def test_a_game_built_on_another_inherits_its_recipe_but_keeps_its_own_name(monkeypatch):
+    from selfplay.games.tictactoe import TicTacToe
+
+    class Variant(TicTacToe):
+        name = "test-variant"
+
+    entries = registries().games.entries
+    monkeypatch.setitem(entries, "test-variant", Entry("test-variant", Variant, "tests"))
+    config = run_config(game="test-variant")
+    assert config.game == "test-variant" and config.recipe == "tictactoe"
+    assert config.train.search_weight == 2.0  # the recipe applies
+    assert resolve(config) == config  # and resolving again (a resume) agrees

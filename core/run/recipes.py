@@ -48,7 +48,7 @@ def resolve(config: RunConfig) -> RunConfig:
     """The config a run trains with (see the module doc). Idempotent, so a resume agrees."""
     given = config.model_dump(exclude_unset=True)
     recipe = chosen_recipe(config)
-    settings = recipe_settings(recipe, given) if recipe else {}
+    settings = recipe_settings(recipe, given, named=_named(config)) if recipe else {}
     config = _with(config, settings, given, recipe)
     objective = _objective(config)
     unread = _unread(objective, settings)
@@ -75,10 +75,17 @@ def chosen_recipe(config: RunConfig) -> Recipe | None:
     return registries().recipes.get(name)
 
 
-def recipe_settings(recipe: Recipe, given: dict[str, Any]) -> dict[str, Any]:
-    """The recipe's settings that apply next to the settings ``given`` (dotted keys)."""
+def recipe_settings(
+    recipe: Recipe, given: dict[str, Any], named: bool = True
+) -> dict[str, Any]:
+    """The recipe's settings that apply next to the settings ``given`` (dotted keys).
+
+    A recipe that names its game is refused beside another ``--game`` when the user ``named``
+    it; a game's own recipe (inherited by a game built on it) keeps the run's game."""
     every = recipe.resolved(registries().recipes.get)
     mine = given.get("game")
+    if not named:
+        every.pop("game", None)
     if "game" in every and mine is not None and mine != every["game"]:
         raise ConfigError(
             f"--recipe {recipe.name} is for game {every['game']!r}, and the run's game is "
@@ -104,7 +111,7 @@ def applied(config: RunConfig) -> dict[str, Any]:
     settings = config.model_dump()
     unread = _unread(_objective(config), recipe.resolved(registries().recipes.get))
     out = {}
-    for key in recipe_settings(recipe, settings):
+    for key in recipe_settings(recipe, settings, named=_named(config)):
         if key in unread or key == "game":  # the banner's first line names the game
             continue
         node: Any = settings
@@ -119,7 +126,7 @@ def recipe_notes(config: RunConfig) -> list[str]:
     recipe = chosen_recipe(config)
     if recipe is None:
         return []
-    every = recipe_settings(recipe, config.model_dump(exclude_unset=True))
+    every = recipe_settings(recipe, config.model_dump(exclude_unset=True), named=_named(config))
     unread = sorted(_unread(_objective(config), every))
     if not unread:
         return []
@@ -128,6 +135,12 @@ def recipe_notes(config: RunConfig) -> list[str]:
         f"recipe {recipe.name} sets {named}, which objective {config.objective!r} does not "
         "read; left out."
     ]
+
+
+def _named(config: RunConfig) -> bool:
+    """Whether the run's recipe is one the user chose, rather than its game's own."""
+    own = getattr(registries().games.get(config.game), "recipe", None)
+    return config.recipe is not None and config.recipe != own
 
 
 def owner(key: str) -> str | None:
