@@ -75,9 +75,7 @@ def chosen_recipe(config: RunConfig) -> Recipe | None:
     return registries().recipes.get(name)
 
 
-def recipe_settings(
-    recipe: Recipe, given: dict[str, Any], named: bool = True
-) -> dict[str, Any]:
+def recipe_settings(recipe: Recipe, given: dict[str, Any], named: bool = True) -> dict[str, Any]:
     """The recipe's settings that apply next to the settings ``given`` (dotted keys).
 
     A recipe that names its game is refused beside another ``--game`` when the user ``named``
