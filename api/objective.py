@@ -85,6 +85,9 @@ class TrainSettings:
     kl_coef: float = 0.0
     entropy_coef: float = 0.0
     role_lr_scale: dict[str, float] = field(default_factory=dict)
+    # served rollouts: the cap C of the truncated importance weight min(pi_trainer / pi_server,
+    # C) on each sampled token (``rollout.importance_cap``; None: no correction)
+    importance_cap: float | None = None
 
 
 @dataclass(frozen=True)

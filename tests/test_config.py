@@ -76,3 +76,15 @@ def test_game_options_are_checked_against_the_game():
 def test_fixed_opponent_needs_a_player():
     with pytest.raises(ConfigError, match="fixed:random"):
         build_sampler(RunConfig(opponent="fixed"))
+
+
+def test_the_rollout_section_keeps_older_checkpoints_resumable():
+    """A key added later leaves the config hash alone while it holds its default."""
+    from selfplay.core.run.checkpoint import LATER_KEYS, config_hash
+
+    data = RunConfig().model_dump(mode="json")
+    assert LATER_KEYS["rollout"] == data["rollout"]
+    older = {k: v for k, v in data.items() if k not in ("rollout", "recipe")}
+    assert config_hash(data) == config_hash(older)
+    served = {**data, "rollout": {**data["rollout"], "workers": 1}}
+    assert config_hash(served) != config_hash(data)

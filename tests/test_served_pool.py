@@ -75,7 +75,7 @@ def server(tmp_path):
         seen.unloads.append(name)
 
     def answering(key, requests):
-        seen.asked.append((key[0], len(requests)))
+        seen.asked.append((key[1], len(requests)))
         return answer(key, requests)
 
     service.adapters.load, service.adapters.unload = loading, unloading

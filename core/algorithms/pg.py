@@ -9,7 +9,18 @@ The loss over the action tokens t of every sample i in a minibatch (prompt token
     loss    = mean_t [ w_i * pg_t + beta * kl_t - c * H_t ]
 
 With one update epoch the old log-probabilities are the current ones (detached): the ratio is
-exactly 1 and the loss is REINFORCE with the estimator's baseline. ``w_i`` is the per-role
+exactly 1 and the loss is REINFORCE with the estimator's baseline.
+
+Served rollouts (``rollout.workers`` / ``servers``): the tokens were sampled by another copy of
+the weights (another kernel, or an older version under overlap), so with one epoch each
+token's term is weighted by the truncated importance weight
+
+    w_t = min(exp(logp_old_t - logp_served_t), C)             C = rollout.importance_cap
+
+the correction of Yao et al. 2025 ("Your Efficient RL Framework Secretly Brings You
+Off-Policy RL Training"), which truncates the weight as IMPALA's V-trace does (Espeholt et al.
+2018). A token the server did not sample (a search target) has w = 1. With several epochs the
+PPO ratio is already taken against the sampled log-probabilities. ``w_i`` is the per-role
 weight of the sample (the per-role learning-rate scale; under Adam a loss weight changes the
 step size only approximately, which is why it is named a scale and documented as such).
 """
@@ -45,6 +56,7 @@ def policy_gradient_loss(
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     entropy_coef: float = 0.0,
+    importance: torch.Tensor | None = None,
 ) -> LossTerms:
     mask = current.mask.float()
     tokens = mask.sum().clamp_min(1.0)
@@ -53,6 +65,8 @@ def policy_gradient_loss(
     unclipped = ratio * adv
     clipped = ratio.clamp(1 - clip, 1 + clip) * adv
     policy = -torch.minimum(unclipped, clipped) * weights[:, None]
+    if importance is not None:  # served tokens: the truncated importance weight (module doc)
+        policy = policy * importance
     per_token = policy
     if entropy_coef:  # at 0 the entropy is a metric only: no gradient is taken through it
         per_token = per_token - entropy_coef * current.entropy
@@ -105,8 +119,13 @@ class PolicyGradient(Objective):
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         samples = [item.samples[0] for item in items]
         device = current.logp.device
+        importance = None
         if self.train.update_epochs == 1:  # the rollout policy is the current one: ratio 1
             old = current.logp.detach()
+            cap = self.train.importance_cap
+            if cap is not None:
+                served = _padded([s.logprobs for s in samples], old)
+                importance = torch.exp(old - served).clamp(max=cap)
         else:
             old = _padded([s.logprobs for s in samples], current.logp.detach())
         scale = self.train.role_lr_scale
@@ -121,6 +140,7 @@ class PolicyGradient(Objective):
             ref_logp=None if reference is None else reference.logp,
             kl_coef=self.train.kl_coef,
             entropy_coef=self.train.entropy_coef,
+            importance=importance,
         )
         metrics = {name: getattr(terms, name) for name in self.metric_names}
         return Loss(terms.loss, metrics)

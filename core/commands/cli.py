@@ -5,7 +5,9 @@ unknown name, broken plugin a run needs, two plugins registering the name a run 
 damaged config.yaml, a resume with nothing left to train, a plug-in whose code raised during
 the run); 3 training stopped after repeated non-finite losses (the last good checkpoint is
 kept); 4 a checkpoint or another run-folder file could not be written or read (full disk,
-read-only folder, no complete checkpoint); 130 interrupted by the user.
+read-only folder, no complete checkpoint); 5 a rollout server failed: every one stopped
+answering, or one would not take the new weights (the last checkpoint is kept); 130
+interrupted by the user.
 """
 
 from __future__ import annotations
@@ -26,14 +28,8 @@ from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT, EXIT_INTERRUPTED = (
-    0,
-    1,
-    2,
-    3,
-    4,
-    130,
-)
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT = 0, 1, 2, 3, 4
+EXIT_ROLLOUT, EXIT_INTERRUPTED = 5, 130
 
 
 RUN_FLAGS = (
@@ -92,6 +88,8 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
         sections["hardware"] = hardware
     if args.lora:
         sections["lora"] = {"enabled": True}
+    if args.rollout_workers is not None:
+        sections["rollout"] = {"workers": args.rollout_workers}
     return sections
 
 
@@ -121,6 +119,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
     add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
+    add(
+        "--rollout-workers",
+        type=int,
+        metavar="N",
+        help="generate the learner's turns on N local `selfplay serve` workers (rollout section)",
+    )
     add(
         "--logger",
         metavar="NAMES",
@@ -349,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
+    from selfplay.core.serving.rollout_client import RolloutFailure
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
@@ -368,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StorageError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CHECKPOINT
+    except RolloutFailure as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_ROLLOUT
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED

@@ -1,11 +1,15 @@
-"""`selfplay serve`: a trained checkpoint behind an OpenAI-compatible chat-completions endpoint.
+"""`selfplay serve`: a trained checkpoint behind an OpenAI-compatible endpoint.
 
     selfplay serve RUN_DIR|CHECKPOINT [--port 8000] [--host 127.0.0.1] [--name NAME]
+    selfplay serve RUN_DIR --learner [--threads N]      a rollout worker of a running run
 
 Other tools can then play, judge or face the trained model (`openai:URL#NAME` in another
 run). A LoRA run serves its base with the trained adapters, and takes more adapters at run
-time through vLLM's dynamic-LoRA endpoints (core/serving/server.py). Needs the ``serve``
-extra: ``pip install 'selfplay-rl[serve]'``.
+time through vLLM's dynamic-LoRA endpoints (core/serving/server.py). With ``--learner`` it
+serves the run's learner as the run builds it, and takes the trainer's weights through the
+weight-transfer routes (or adapters): a rollout worker, which `selfplay run` starts itself
+with ``--set rollout.workers=N`` (docs/serving.md). Needs the ``serve`` extra:
+``pip install 'selfplay-rl[serve]'``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, local only)")
     add("--name", help="the model name clients ask for (default: the run folder's name)")
     add("--max-batch", type=int, default=32, help="requests answered in one batch (default 32)")
+    add(
+        "--learner",
+        action="store_true",
+        help="serve the run's learner as the run builds it, taking the trainer's weights "
+        "through the weight-transfer routes: a rollout worker",
+    )
+    add("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    add(
+        "--stop-with-stdin",
+        action="store_true",
+        help="stop when standard input closes (a worker started by `selfplay run` stops when "
+        "the run does, also when it is killed)",
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -34,10 +51,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-batch must be at least 1, got {args.max_batch}.")
     if not 0 <= args.port < 65536:
         raise ConfigError(f"--port must be 0..65535, got {args.port}.")
-    service, label = build_service(args.source, args.name, args.max_batch)
+    if args.threads < 0:
+        raise ConfigError(f"--threads must be 0 or more, got {args.threads}.")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if args.stop_with_stdin:
+        threading.Thread(target=_stop_at_end_of_input, name="stdin-watch", daemon=True).start()
+    if args.learner:
+        service, label = learner_service(args.source, args.name, args.max_batch)
+    else:
+        service, label = build_service(args.source, args.name, args.max_batch)
     server = Server(create_app(service), args.host, args.port)
     print(f"Serving {label} as model {service.name!r}")
-    print(f"  OpenAI-compatible API at {server.url}  (chat/completions, models)")
+    print(f"  OpenAI-compatible API at {server.url}  (chat/completions, completions, models)")
     if service.adapters.lora:
         print(f"  LoRA adapters load at {server.url}/load_lora_adapter")
     print(f"  e.g. --opponent fixed:openai:{server.url}#{service.name}", flush=True)
@@ -69,6 +97,41 @@ def build_service(source: Path, name: str | None = None, max_batch: int = 32) ->
         loaded.policy, name, lora=config.lora.enabled, roles=roles, max_batch=max_batch
     )
     return service, loaded.label
+
+
+def learner_service(source: Path, name: str | None = None, max_batch: int = 32) -> Any:
+    """The chat service over the learner of run folder ``source``, as the run builds it (its
+    weights arrive through the weight-transfer routes), and what it serves."""
+    from selfplay.core.models.loading import build_learner
+    from selfplay.core.models.lora import apply_lora
+    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.serving.server import ChatService
+    from selfplay.plugins.manager import registries
+
+    _require_web_stack()
+    config = read_config(Path(source))
+    policy = build_learner(config)
+    if config.lora.enabled:
+        roles = registries().games.get(config.game).roles
+        policy.model = apply_lora(policy.model, config.lora, roles)
+    service = ChatService(
+        policy,
+        name or "learner",
+        lora=config.lora.enabled,
+        max_batch=max_batch,
+        weight_transfer="file",
+    )
+    return service, f"the learner of {source} (weights from its trainer)"
+
+
+def _stop_at_end_of_input() -> None:
+    """Exit once standard input reaches its end: the process that started us is gone."""
+    import os
+    import sys
+
+    while sys.stdin.buffer.read(1 << 16):
+        pass
+    os._exit(0)
 
 
 def create_app(service: Any) -> Any:

@@ -189,9 +189,13 @@ class HFPolicy(Policy):
             return out  # type: ignore[return-value]
         return self._act(requests, greedy)
 
+    def row_seeds(self, requests: Sequence[Request]) -> list[int]:
+        """One sampling seed per request: a draw of its match's ``rng`` mixed with ``seed``."""
+        return [(req.rng.getrandbits(64) ^ (self.seed * _MIX)) % (1 << 63) for req in requests]
+
     def _act(self, requests: Sequence[Request], greedy: bool) -> list[Completion]:
         prompts = self.encode(requests)
-        seeds = [(req.rng.getrandbits(64) ^ (self.seed * _MIX)) % (1 << 63) for req in requests]
+        seeds = self.row_seeds(requests)
         if self.choice == "legal":
             return choose_legal(self, requests, prompts, seeds, greedy=greedy)
         return self.write(prompts, seeds, greedy)

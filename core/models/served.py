@@ -51,6 +51,10 @@ class ServedError(ConfigError):
     """A served model could not be reached or refused a request; the message names the URL."""
 
 
+class Unreachable(ServedError):
+    """No answer after every retry (refused, timed out, 5xx): the server is gone, not wrong."""
+
+
 class NotScorable(AttributeError):
     """Raised for a served policy's ``model``/``tokenizer``: it generates text only."""
 
@@ -245,7 +249,7 @@ class ServedPolicy(Policy):
                 why = str(getattr(err, "reason", err))
             except (TimeoutError, OSError) as err:  # a read that timed out, a reset
                 why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        raise ServedError(
+        raise Unreachable(
             f"The served model {self.spec.spec}: no answer from {url} after {attempts} "
             f"attempt(s) (last: {why}). Check that the server runs and listens there (curl "
             f"{self.spec.url('models')}), or give it longer: ?timeout=SECONDS&retries=N."

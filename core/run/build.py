@@ -200,7 +200,17 @@ def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
         "role_lr_scale": dict(train.role_lr_scale),
     }
     wanted = objective.reads()
-    return TrainSettings(**{key: value for key, value in settings.items() if key in wanted})
+    chosen = {key: value for key, value in settings.items() if key in wanted}
+    return TrainSettings(**chosen, importance_cap=importance_cap(config))
+
+
+def importance_cap(config: RunConfig) -> float | None:
+    """The cap of the served tokens' importance weight: the setting, else 2.0 when the
+    learner's turns are served (their sampler is another copy of the weights), else none."""
+    rollout = config.rollout
+    if rollout.importance_cap is not None:
+        return rollout.importance_cap
+    return 2.0 if rollout.served else None
 
 
 def bound_objective(config: RunConfig) -> Any:

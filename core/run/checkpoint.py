@@ -62,7 +62,19 @@ class Found:
 
 # Keys added after the first release, with their defaults: left out of the hash while they
 # hold the default, so run folders written before they existed still resume.
-LATER_KEYS = {"objective": "pg", "objective_options": {}}
+LATER_KEYS = {
+    "objective": "pg",
+    "objective_options": {},
+    "rollout": {
+        "workers": 0,
+        "servers": [],
+        "max_staleness": 0,
+        "queue": 1,
+        "stale": "wait",
+        "importance_cap": None,
+        "worker_threads": 0,
+    },
+}
 
 
 def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> str:

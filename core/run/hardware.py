@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -144,3 +145,21 @@ def cpu_bf16_message(precision: str) -> str:
         "avx512_bf16 in /proc/cpuinfo), so bf16 is emulated and slower than fp32; use "
         "--precision 32-true here, bf16 on a CPU with AMX or AVX512-BF16 or on a GPU."
     )
+
+
+def thread_split(config: RunConfig) -> tuple[int, int]:
+    """(the trainer's torch threads, each local rollout worker's), one place for both.
+
+    Without rollout workers the trainer takes ``threads`` (0: torch's default). With N
+    workers the cores this process may use are shared: each worker takes
+    ``rollout.worker_threads`` (0: an equal share) and the trainer ``threads`` (0: what is
+    left, at least one).
+    """
+    workers = config.rollout.workers
+    if not workers:
+        return config.threads, 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    each = config.rollout.worker_threads or max(1, cores // (workers + 1))
+    trainer = config.threads or max(1, cores - each * workers)
+    return trainer, each

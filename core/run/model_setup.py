@@ -85,6 +85,7 @@ def prepare_learner(
         processes=fabric.world_size,
         reduce=_summed(fabric),
         average=WeightAverage(model, train.weight_average) if train.weight_average else None,
+        measure_mismatch=config.rollout.served,
     )
     learner.role_context = updater.role_context
     return Prepared(model, optimizer, reference, updater)

@@ -49,15 +49,17 @@ from selfplay.core.run.build import (
     build_sampler,
     check_players,
 )
-from selfplay.core.run.hardware import build_fabric, frozen_heap
+from selfplay.core.run.hardware import build_fabric, frozen_heap, thread_split
 from selfplay.core.run.model_setup import prepare_learner
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
 from selfplay.core.run.recipes import reads, resolve
 from selfplay.core.run.run_folder import RunFolder, open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
+from selfplay.core.serving.backend import Backend, check_served, served_backend
 from selfplay.core.train.league import League
 from selfplay.core.train.loop import Iteration
+from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import untrained_message
 from selfplay.core.train.search_targets import SearchTargets
 from selfplay.core.train.seating import Seats
@@ -105,8 +107,9 @@ class Parts:
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     fabric = build_fabric(config)
     fabric.launch()
-    if config.threads:
-        torch.set_num_threads(config.threads)
+    threads, _ = thread_split(config)
+    if threads:
+        torch.set_num_threads(threads)
     return Trainer(fabric, config, console).run()
 
 
@@ -118,6 +121,7 @@ class Trainer:
         self.main = self.processes.main
         torch.manual_seed(config.seed)
         self.parts = Parts.build(config)
+        check_served(config, fabric.world_size)
         check_loggers(config.loggers, config.logger_options)  # before the run folder is made
         self.folder = open_run_folder(config, self.main)
         self.display: Any = None  # the run's bar, while it shows
@@ -125,6 +129,8 @@ class Trainer:
         self.state: RunState | None = None  # once the learner is set up
         self.shared: Path | None = None  # the run folder, as every process knows it
         self.looping = False  # whether the iterations began: a stop then keeps a checkpoint
+        self.backend: Backend | None = None  # the served rollouts' servers, when served
+        self.rollouts: Rollouts | None = None
 
     # ---- set-up ----------------------------------------------------------------------------
 
@@ -158,7 +164,13 @@ class Trainer:
         path = self.folder.path if self.folder else config.resume or config.out
         self.shared = shared = Path(self.processes.broadcast(path))
         store = SnapshotStore(shared / "pool", parts.learner, config.lora.enabled, self.main)
-        seats = Seats(parts.learner, parts.game, snapshots=store)
+        seat = parts.learner
+        if config.rollout.served:  # the learner's turns on rollout servers (core/serving/)
+            threads = thread_split(config)[1]
+            model = ready.model.module
+            self.backend = served_backend(config, seat, model, shared, threads, self._say)
+            seat = self.backend.learner
+        seats = Seats(seat, parts.game, snapshots=store)
         view = RunView(
             config=config,
             game=parts.game,
@@ -200,7 +212,13 @@ class Trainer:
     def run(self) -> TrainResult:
         """Train; a faulty plug-in or a failed write stops the run, saying what it keeps."""
         with faults.stopping(self.trackers, lambda: self.shared if self.looping else None):
-            return self._train()
+            try:
+                return self._train()
+            finally:
+                if self.rollouts is not None:
+                    self.rollouts.close()
+                if self.backend is not None:
+                    self.backend.close()
 
     def _train(self) -> TrainResult:
         config = self.config
@@ -223,7 +241,10 @@ class Trainer:
                 f"--iterations {config.iterations} leaves nothing to train. "
                 "--iterations is the total: pass a larger one."
             )
-        iterate = Iteration(state, self.processes, self._phase, self._say)
+        sync = self.backend.sync if self.backend is not None else None
+        self.rollouts = Rollouts(state, self.processes, self._phase, self._say, sync)
+        self.rollouts.start(version=start)  # served: the servers get the weights we start from
+        iterate = Iteration(state, self.processes, self._phase, self._say, self.rollouts)
         self.display = display = RunDisplay(config, self.folder, self.console, self.main)
         with display, frozen_heap():  # the collector skips what setup built (hardware.py)
             before = self._before_eval()

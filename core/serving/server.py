@@ -1,21 +1,28 @@
-"""An OpenAI-compatible chat-completions server over a policy held in memory.
+"""An OpenAI-compatible server over a policy held in memory (`selfplay serve`).
 
     GET  /v1/models                 the served model, its per-role names and loaded adapters
     POST /v1/chat/completions       messages in, a reply out (no streaming)
+    POST /v1/completions            token ids in, token ids and log-probabilities out
+                                    (a served learner's rollouts: core/serving/completions.py)
+    POST /tokenize                  text in, the served tokenizer's ids out
     POST /v1/load_lora_adapter      {"lora_name", "lora_path"}: vLLM's dynamic-LoRA protocol
     POST /v1/unload_lora_adapter    {"lora_name"}
+    POST /init_weight_transfer_engine, /start_weight_update, /update_weights,
+         /finish_weight_update, /pause, /resume; GET /is_paused, /get_world_size
+                                    vLLM's weight-transfer routes, over a file
+                                    (core/serving/weights.py)
     GET  /health                    200 once the model is loaded
 
 Requests that arrive together are answered together: a worker thread takes whatever is
-waiting (up to ``max_batch`` requests, after at most ``wait`` seconds), groups them by model
-and sampling settings and makes one batched ``policy.act`` call per group, so a client's
-concurrent requests share the model's forward passes as in the training loop.
+waiting (up to ``max_batch`` rows, after at most ``wait`` seconds), groups them by model and
+sampling settings and makes one batched call per group, so a client's concurrent requests
+share the model's forward passes as in the training loop. The prompts of one completions
+request are one job, never split, so they are answered as the trainer would batch them.
 
-Adapters (a LoRA run only): ``lora_path`` is a pool snapshot (``pool/snapshot-N.pt``), a
-checkpoint folder, or a PEFT adapter folder written by ``selfplay export`` for the same run;
-each is a few tensors kept in memory and swapped into the one base model while its requests
-run. A model name ``NAME:ROLE`` picks a role's adapter in a run with one adapter per role.
-Starlette carries the HTTP (with uvicorn, in core/commands/serve.py: the ``serve`` extra).
+Adapters (a LoRA run only: core/serving/adapters.py) are swapped into the one base model while
+their requests run. A model name ``NAME:ROLE`` picks a role's adapter in a run with one
+adapter per role. Starlette carries the HTTP (with uvicorn, in core/commands/serve.py: the
+``serve`` extra).
 """
 
 from __future__ import annotations
@@ -26,18 +33,21 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
+from selfplay.core.serving import completions as cmpl
+from selfplay.core.serving.adapters import Adapters, HTTPProblem
+from selfplay.core.serving.weights import WeightReceiver, weight_routes
 
-Key = tuple[str, str | None, bool, float, float, int]  # adapter, role, greedy, t, top_p, tokens
+# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat" or "completion"
+Key = tuple[str, str, str | None, bool, float, float, int]
 
 
 class ChatMessage(BaseModel):
@@ -70,128 +80,46 @@ class AdapterRequest(BaseModel):
     lora_path: str = ""
 
 
-class HTTPProblem(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-class Adapters:
-    """LoRA adapter states by name, swapped into the served model's adapters while used."""
-
-    def __init__(self, policy: Policy, lora: bool) -> None:
-        self.policy, self.lora = policy, lora
-        self.states: dict[str, dict[str, Any]] = {}
-
-    def load(self, name: str, path: str) -> None:
-        if not self.lora:
-            raise HTTPProblem(
-                400,
-                "This server serves a full-weight checkpoint; adapters load onto the base of "
-                "a LoRA run: serve a run trained with --lora.",
-            )
-        if name in self.states:
-            raise HTTPProblem(400, f"The lora adapter {name!r} has already been loaded.")
-        from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
-
-        state = read_adapter(Path(path), adapter_state_dict(self.policy.model))
-        current = adapter_state_dict(self.policy.model)
-        try:
-            load_adapter_state_dict(self.policy.model, state)  # checks that it fits
-        except (ValueError, RuntimeError) as err:  # other adapters, ranks or shapes
-            lines = " ".join(str(err).strip().splitlines()[:2])[:400]
-            raise HTTPProblem(
-                400, f"The adapter at {path} does not fit this model: {lines}"
-            ) from None
-        finally:
-            load_adapter_state_dict(self.policy.model, current)
-        self.states[name] = state
-
-    def unload(self, name: str) -> None:
-        if self.states.pop(name, None) is None:
-            raise HTTPProblem(404, f"The lora adapter {name!r} is not loaded.")
-
-    @contextmanager
-    def use(self, name: str | None) -> Iterator[None]:
-        if name is None:
-            yield
-            return
-        from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
-
-        current = adapter_state_dict(self.policy.model)
-        load_adapter_state_dict(self.policy.model, self.states[name])
-        try:
-            yield
-        finally:
-            load_adapter_state_dict(self.policy.model, current)
-
-
-def read_adapter(path: Path, like: dict[str, Any]) -> dict[str, Any]:
-    """An `adapter_state_dict` from a snapshot file, checkpoint folder or PEFT folder."""
-    import torch
-
-    try:
-        if path.is_file():
-            return torch.load(path, map_location="cpu", weights_only=True)
-        if (path / "state.ckpt").is_file():
-            state = torch.load(path / "state.ckpt", map_location="cpu", weights_only=True)
-            return state["adapters"]
-        if path.is_dir():
-            return _peft_folder(path, like)
-    except HTTPProblem:
-        raise
-    except Exception as err:  # damaged or foreign files
-        why = f"{type(err).__name__}: {err}"
-        raise HTTPProblem(400, f"Cannot read an adapter from {path}: {why}") from None
-    raise HTTPProblem(
-        400,
-        f"No adapter at {path} (on the server's machine): pass a pool snapshot (.pt), a "
-        "checkpoint folder or a PEFT adapter folder.",
-    )
-
-
-def _peft_folder(path: Path, like: dict[str, Any]) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    names = sorted({key.partition("/")[0] for key in like})
-    state: dict[str, Any] = {}
-    for name in names:
-        folder = path if name == "default" else path / name
-        file = folder / "adapter_model.safetensors"
-        if not file.is_file():
-            raise HTTPProblem(400, f"No adapter_model.safetensors in {folder} (adapter {name!r}).")
-        state.update({f"{name}/{key}": tensor for key, tensor in load_file(file).items()})
-    return state
-
-
 class Batcher:
-    """Collects requests from the event loop; one worker thread answers them in batches."""
+    """Collects jobs from the event loop; one worker thread answers them in batches.
+
+    A job is a list of rows with one sampling key; jobs with the same key are merged into one
+    call of up to ``max_batch`` rows (a larger job is answered alone, never split).
+    ``paused`` holds new batches back (vLLM's /pause) until it is cleared.
+    """
 
     def __init__(
         self,
-        answer: Callable[[Key, list[Request]], list[Completion]],
+        answer: Callable[[Key, list[Any]], list[Any]],
         max_batch: int = 32,
         wait: float = 0.005,
     ) -> None:
         self.answer, self.max_batch, self.wait = answer, max_batch, wait
-        self.jobs: queue.Queue[tuple[Key, Request, Future] | None] = queue.Queue()
-        self.batches: list[int] = []  # sizes of the policy calls made, for tests and logs
+        self.jobs: queue.Queue[tuple[Key, list[Any], Future] | None] = queue.Queue()
+        self.batches: list[int] = []  # rows of the policy calls made, for tests and logs
+        self.paused = threading.Event()
+        self.running = threading.Event()
+        self.running.set()
         self.thread = threading.Thread(target=self._work, name="selfplay-serve", daemon=True)
         self.thread.start()
 
-    def submit(self, key: Key, request: Request) -> Future:
+    def submit(self, key: Key, rows: list[Any]) -> Future:
+        """A future of the answers to ``rows``, in order."""
         future: Future = Future()
-        self.jobs.put((key, request, future))
+        self.jobs.put((key, rows, future))
         return future
 
     def close(self) -> None:
         self.jobs.put(None)
+        self.running.set()
         self.thread.join(timeout=10)
 
     def _work(self) -> None:
         while (job := self.jobs.get()) is not None:
+            self.running.wait()  # while paused, hold the batch back
             jobs, deadline = [job], time.monotonic() + self.wait
-            while len(jobs) < self.max_batch:
+            rows = len(job[1])
+            while rows < self.max_batch:
                 try:
                     more = self.jobs.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
@@ -200,26 +128,30 @@ class Batcher:
                     self.jobs.put(None)
                     break
                 jobs.append(more)
-            groups: dict[Key, list[tuple[Request, Future]]] = {}
-            for key, request, future in jobs:
-                groups.setdefault(key, []).append((request, future))
+                rows += len(more[1])
+            groups: dict[Key, list[tuple[list[Any], Future]]] = {}
+            for key, job_rows, future in jobs:
+                groups.setdefault(key, []).append((job_rows, future))
             for key, group in groups.items():
                 self._answer(key, group)
 
-    def _answer(self, key: Key, group: list[tuple[Request, Future]]) -> None:
-        self.batches.append(len(group))
+    def _answer(self, key: Key, group: list[tuple[list[Any], Future]]) -> None:
+        rows = [row for job_rows, _ in group for row in job_rows]
+        self.batches.append(len(rows))
         try:
-            done = self.answer(key, [request for request, _ in group])
+            done = self.answer(key, rows)
         except Exception as err:
             for _, future in group:
                 future.set_exception(err)
             return
-        for (_, future), completion in zip(group, done, strict=True):
-            future.set_result(completion)
+        start = 0
+        for job_rows, future in group:
+            future.set_result(done[start : start + len(job_rows)])
+            start += len(job_rows)
 
 
 class ChatService:
-    """The policy behind the endpoints: model names, adapters and batched answers."""
+    """The policy behind the endpoints: model names, adapters, weights and batched answers."""
 
     def __init__(
         self,
@@ -229,12 +161,15 @@ class ChatService:
         lora: bool = False,
         roles: Sequence[str] = (),
         max_batch: int = 32,
+        weight_transfer: str | None = None,
     ) -> None:
         self.policy, self.name, self.roles = policy, name, list(roles)
         self.adapters = Adapters(policy, lora)
         self.created = int(time.time())
         self.lock = threading.Lock()
         self.batcher = Batcher(self._answer, max_batch=max_batch)
+        model = getattr(policy, "model", None)
+        self.weights = WeightReceiver(model, self.lock, weight_transfer)
 
     def models(self) -> list[dict[str, Any]]:
         ids = [self.name, *(f"{self.name}:{role}" for role in self.roles)]
@@ -246,7 +181,8 @@ class ChatService:
 
     def _row(self, model: str, parent: str | None = None) -> dict[str, Any]:
         row = {"id": model, "object": "model", "created": self.created, "owned_by": "selfplay"}
-        return {**row, "root": parent or model, "parent": parent}
+        limit = getattr(self.policy, "max_prompt_tokens", None)
+        return {**row, "root": parent or model, "parent": parent, "max_model_len": limit}
 
     def resolve(self, model: str | None) -> tuple[str | None, str | None]:
         """(adapter or None for the served model, role or None) of a requested model name."""
@@ -266,24 +202,62 @@ class ChatService:
         adapter, role = self.resolve(chat.model)
         greedy = chat.temperature == 0
         tokens = chat.max_completion_tokens or chat.max_tokens or self.policy.max_new_tokens
-        key: Key = (adapter or "", role, greedy, chat.temperature, chat.top_p, tokens)
+        key: Key = ("chat", adapter or "", role, greedy, chat.temperature, chat.top_p, tokens)
         messages = tuple(Message(m.role, m.text()) for m in chat.messages)
         seed = chat.seed if chat.seed is not None else random.getrandbits(31)
         futures = [
-            self.batcher.submit(key, _request(messages, role, seed + i)) for i in range(chat.n)
+            self.batcher.submit(key, [_request(messages, role, seed + i)]) for i in range(chat.n)
         ]
-        done = [await asyncio.wrap_future(f) for f in futures]
+        done = [(await asyncio.wrap_future(f))[0] for f in futures]
         return self._reply(chat.model or self.name, done, tokens)
 
-    def _answer(self, key: Key, requests: list[Request]) -> list[Completion]:
-        adapter, _role, greedy, temperature, top_p, tokens = key
+    async def completions(self, request: cmpl.CompletionRequest) -> dict[str, Any]:
+        """Token ids in, token ids and log-probabilities out (core/serving/completions.py)."""
+        cmpl.check_supported(request)
+        adapter, role = self.resolve(request.model)
+        tokenizer = self._tokenizer()
+        prompts = cmpl.prompts_of(request, tokenizer)
+        seeds = cmpl.row_seeds(request, len(prompts), random.getrandbits(62))
+        repeated = [prompt for prompt in prompts for _ in range(request.n)]
+        rows = list(zip(repeated, seeds, strict=True))
+        greedy = request.temperature == 0
+        tokens = request.max_tokens or 16
+        sampling = (greedy, request.temperature, request.top_p, tokens)
+        key: Key = ("completion", adapter or "", role, *sampling)
+        done = await asyncio.wrap_future(self.batcher.submit(key, rows))
+        texts = tokenizer.batch_decode([t for t, _ in done], skip_special_tokens=True)
+        model = request.model or self.name
+        return cmpl.completion_reply(
+            model, prompts, done, texts, request, tokens, self.weights.version
+        )
+
+    def tokenize(self, request: cmpl.TokenizeRequest) -> dict[str, Any]:
+        self.resolve(request.model)
+        limit = getattr(self.policy, "max_prompt_tokens", 0)
+        return cmpl.tokenize_reply(request, self._tokenizer(), limit)
+
+    def _tokenizer(self) -> Any:
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        if tokenizer is None:
+            raise HTTPProblem(400, "This server's model has no tokenizer here.")
+        return tokenizer
+
+    def _answer(self, key: Key, rows: list[Any]) -> list[Any]:
+        kind, adapter, role, greedy, temperature, top_p, tokens = key
         policy: Any = self.policy
         with self.lock, self.adapters.use(adapter or None):
             saved = policy.max_new_tokens, policy.temperature, policy.top_p
             policy.max_new_tokens, policy.top_p = tokens, top_p
             policy.temperature = temperature if temperature > 0 else 1.0
             try:
-                return policy.act(requests, greedy=greedy)
+                if kind == "chat":
+                    return policy.act(rows, greedy=greedy)
+                context = policy.role_context(role) if policy.role_context and role else None
+                with context or nullcontext():
+                    found, logps = policy.generate(
+                        [p for p, _ in rows], [s for _, s in rows], greedy=greedy
+                    )
+                return list(zip(found, logps, strict=True))
             finally:
                 policy.max_new_tokens, policy.temperature, policy.top_p = saved
 
@@ -364,12 +338,21 @@ def create_app(service: ChatService) -> Any:
     async def health() -> Any:
         return PlainTextResponse("")
 
+    async def completions(body: cmpl.CompletionRequest) -> Any:
+        return JSONResponse(await service.completions(body))
+
+    async def tokenize(body: cmpl.TokenizeRequest) -> Any:
+        return JSONResponse(service.tokenize(body))
+
     routes = [
         Route("/v1/models", endpoint(models), methods=["GET"]),
         Route("/v1/chat/completions", endpoint(chat, ChatRequest), methods=["POST"]),
+        Route("/v1/completions", endpoint(completions, cmpl.CompletionRequest), methods=["POST"]),
+        Route("/tokenize", endpoint(tokenize, cmpl.TokenizeRequest), methods=["POST"]),
         Route("/v1/load_lora_adapter", endpoint(load, AdapterRequest), methods=["POST"]),
         Route("/v1/unload_lora_adapter", endpoint(unload, AdapterRequest), methods=["POST"]),
         Route("/health", endpoint(health), methods=["GET"]),
+        *weight_routes(service.weights, service.batcher, endpoint),
     ]
     return Starlette(routes=routes)
 

@@ -1,6 +1,7 @@
 """One iteration of self-play training, top to bottom.
 
-    seat the matches (opponent sampler) -> play them in lock-step (rollout) and branch them
+    the iteration's matches (core/train/rollouts.py: seated by the opponent sampler, played
+    in lock-step and branched; in turn, or ahead by a producer when rollouts are served)
     -> callbacks screen them -> rewards -> per-turn returns
     -> advantages (estimator, when the objective needs them) -> the objective's items
     -> update -> the league learns from the matches -> the iteration's metrics
@@ -23,9 +24,9 @@ from selfplay.api.errors import blame
 from selfplay.api.objective import IterationData
 from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
-from selfplay.core.rollout import VoidMatch, play, voided
+from selfplay.core.rollout import VoidMatch
 from selfplay.core.stats import episode_metrics
-from selfplay.core.train.branching import play_branches
+from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import (
     advantage_metrics,
     check_scored,
@@ -38,7 +39,6 @@ from selfplay.core.train.samples import (
     reference_answers,
 )
 from selfplay.core.train.schedules import apply_schedules
-from selfplay.core.train.seating import seat_matches
 from selfplay.core.train.state import Processes, RunState
 
 # ``phase(label, quiet=True)`` opens a step the terminal may show; the block gets a
@@ -59,26 +59,22 @@ class Iteration:
     """The iteration as a callable: ``iteration(n) -> Played``; it changes ``state`` in place."""
 
     def __init__(
-        self, state: RunState, processes: Processes, phase: Phase, say: Callable[[str], None]
+        self,
+        state: RunState,
+        processes: Processes,
+        phase: Phase,
+        say: Callable[[str], None],
+        rollouts: Rollouts,
     ) -> None:
         self.state, self.processes, self.phase, self.say = state, processes, phase, say
+        self.rollouts = rollouts
         self.unscored = 0  # iterations in a row in which no learner turn was scored
 
     def __call__(self, iteration: int) -> Played:
         s, config, processes = self.state, self.state.config, self.processes
         started = time.perf_counter()
-        seatings, seeds = seat_matches(
-            s.game, s.sampler, s.seats, s.rng, config.matches, s.league.members
-        )
-        share = slice(processes.rank, None, processes.world_size)
-        void: list[VoidMatch] = []
-        with self.phase("matches", quiet=True) as told:
-            played = play(s.game, seatings[share], seeds[share], errors=void, progress=told)
-            where = f"{config.seed}-{iteration}-{processes.rank}"  # names the branches' draw
-            branched = play_branches(
-                s.game, played, s.seats.policy, config.branches, LEARNER, where, void
-            )
-        void_row = voided(iteration, void, len(played), processes.sum, self.say)
+        batch = self.rollouts.take(iteration)  # seated and played (core/train/rollouts.py)
+        played, branched, void = batch.played, batch.branched, batch.void
         finished = time.perf_counter()
 
         episodes = [*played, *branched]
@@ -118,6 +114,7 @@ class Iteration:
             stats = s.updater.update(items, s.generator, steps)
         if config.train.reference_update:
             s.reference.pull(config.train.reference_update)
+        self.rollouts.trained(iteration)  # served: the new weights go to the rollout servers
 
         played = recorded(played, episodes, scores, s.reward.notes(), iteration)
         everyone = processes.gather_episodes(played)
@@ -127,7 +124,7 @@ class Iteration:
         with blame(f"Objective {config.objective!r}, reporting its iteration metrics,"):
             row.update(s.objective.iteration_metrics() | s.search.metrics())
         row.update(s.league.after_iteration(iteration, everyone))
-        row.update(void_row)
+        row.update(batch.metrics)  # matches/errors, and rollout/* when served
         row.update(nonfinite(iteration, dropped, bad_advantages, processes.sum, self.say))
         row.update(advantage_metrics(advantages))
         row["rollout_seconds"] = finished - started

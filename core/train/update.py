@@ -49,6 +49,7 @@ class UpdateStats:
     grad_norm: float = 0.0
     sums: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # steps that reported each metric
+    extra: dict[str, float] = field(default_factory=dict)  # logged as they are (rollout/...)
 
     def add(self, result: Loss, grad_norm: float, tokens: int) -> None:
         self.steps += 1
@@ -74,6 +75,7 @@ class UpdateStats:
                 row[name] = self.sums[name] / (n if count == self.steps else count)
         row["grad_norm"] = self.grad_norm / n
         row.update(update_steps=self.steps, skipped_steps=self.skipped, train_tokens=self.tokens)
+        row.update(self.extra)
         return row
 
 
@@ -106,6 +108,10 @@ class Updater:
     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None  # sum over processes
     nonfinite_streak: int = 0
     average: WeightAverage | None = None  # folded in after every update (train.weight_average)
+    # served rollouts: the gap between the server's and the trainer's log-probabilities of the
+    # sampled tokens, measured on the update's first micro-batch (None: not measured)
+    measure_mismatch: bool = False
+    mismatch: dict[str, float] | None = None
 
     def update(
         self, items: Sequence[Any], generator: torch.Generator, minibatches: int
@@ -116,6 +122,7 @@ class Updater:
         process must take the same number of optimiser steps.
         """
         stats = UpdateStats(names=self.objective.metric_names)
+        self.mismatch = {} if self.measure_mismatch else None
         if not items or minibatches < 1:
             return stats
         self.model.train()
@@ -125,6 +132,7 @@ class Updater:
         self.model.eval()
         if self.average is not None:
             self.average.update()
+        stats.extra.update(self.mismatch or {})
         return stats
 
     def averaged(self) -> AbstractContextManager[Any]:
@@ -183,6 +191,8 @@ class Updater:
         reference = self._reference_scores(prompts, answers)
         entropy = self.objective.wants_entropy()
         current = score(self.model, prompts, answers, self.pad_id, self.temperature, entropy)
+        if self.mismatch is not None and not self.mismatch:  # before this update's first step
+            self.mismatch.update(mismatch(rows, current))
         with blame(f"Objective {self.objective.name!r}, computing the loss of {len(items)} items,"):
             return self.objective.loss(items, current, reference)
 
@@ -241,3 +251,22 @@ def _weighted(parts: list[tuple[Loss, float]], names: tuple[str, ...]) -> Loss:
             metrics[name] = sum(v * s for v, s in told) / (sum(s for _, s in told) or 1.0)
     loss = sum(result.loss.detach() * share for result, share in parts)
     return Loss(loss, metrics)
+
+
+def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
+    """``rollout/mismatch_kl``, the mean over sampled tokens of log pi_server - log pi_trainer
+    (an estimate of KL(server || trainer) on its own samples), and ``rollout/mismatch_max``,
+    the largest gap of one token, over the rows that carry the server's log-probabilities."""
+    gaps: list[torch.Tensor] = []
+    for i, sample in enumerate(rows):
+        n = len(sample.logprobs)
+        if n and n == len(sample.token_ids):
+            served = torch.tensor(sample.logprobs, dtype=torch.float32)
+            gaps.append(served - current.logp[i, :n].detach().float().cpu())
+    if not gaps:
+        return {}
+    every = torch.cat(gaps)
+    return {
+        "rollout/mismatch_kl": float(every.mean()),
+        "rollout/mismatch_max": float(every.abs().max()),
+    }

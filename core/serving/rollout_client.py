@@ -1,0 +1,206 @@
+"""The learner's own turns, generated on rollout servers (``rollout.workers`` / ``servers``).
+
+`ServedLearner` is the policy that holds the learner's seats when the run's rollouts are
+served. It encodes each prompt with the trainer's own tokenizer and chat template, draws each
+match's sampling seed exactly as the in-process learner does, and asks the servers for token
+ids, which come back with their token ids and log-probabilities (`/v1/completions`, vLLM's
+fields: core/serving/completions.py). The update scores those ids with the trainer's model,
+so nothing of the server's text or tokenizer decides what is trained.
+
+`Workers` spreads a batch over the live servers. `selfplay serve` takes a whole batch in one
+request (one seed per prompt) and answers it as the trainer would batch it; any other server
+(vLLM) gets one request per prompt, each with its seed, and batches concurrent requests
+itself. A server that stops answering is taken out and its prompts go to the others (counted
+in ``rollout/worker_failures``, with a warning); the run goes on while one server lives.
+
+Before the first turn every server is checked: it serves the model named (else the names it
+does serve), its tokenizer gives the trainer's token ids for a probe text, and it returns
+token ids and log-probabilities.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.policy import Policy, Request
+from selfplay.api.types import Completion
+from selfplay.core.models.served import ServedError, ServedPolicy, ServedSpec, Unreachable
+
+PROBE = "A probe of the tokenizer: [4] 12 + 7 = 19, ünïcödé, tabs\tand\nnew lines."
+
+
+class RolloutFailure(RuntimeError):
+    """No rollout server is left, or one cannot take the new weights (exit code 5)."""
+
+
+class Worker:
+    """One rollout server: its spec, an HTTP client, and whether it is ours (`selfplay serve`)."""
+
+    def __init__(self, spec: str, timeout: float | None = None) -> None:
+        self.spec = ServedSpec.parse(spec, "rollout.servers")
+        self.client = ServedPolicy(self.spec)
+        self.model = self.spec.model or ""
+        self.ours = False
+        self.alive = True
+
+    @property
+    def url(self) -> str:
+        return self.spec.base
+
+    def check(self, tokenizer: Any) -> None:
+        """Refuse, before any work, a server that cannot be a learner's (see the module doc)."""
+        listed = self.client.request("GET", "models").get("data") or []
+        names = [row.get("id") for row in listed]
+        self.ours = any(row.get("owned_by") == "selfplay" for row in listed)
+        if not self.model:
+            self.model = names[0] if names else ""
+        if self.model not in names:
+            raise ConfigError(
+                f"rollout server {self.url} does not serve the model {self.model!r}; it serves: "
+                f"{', '.join(map(str, names)) or 'nothing'}. Name one of these after '#'."
+            )
+        mine = tokenizer(PROBE, add_special_tokens=False)["input_ids"]
+        body = {"model": self.model, "prompt": PROBE, "add_special_tokens": False}
+        theirs = self._root_request("tokenize", body).get("tokens")
+        if list(theirs or []) != list(mine):
+            raise ConfigError(
+                f"rollout server {self.url}: its tokenizer gives other token ids than the "
+                f"trainer's for a probe text ({list(theirs or [])[:12]} against {mine[:12]}); "
+                "serve the learner's own base model and tokenizer there."
+            )
+
+    def complete(self, rows: Sequence[tuple[list[int], int]], sampling: dict[str, Any]) -> list:
+        """(token ids, log-probabilities) per row, asked in one request or one per row."""
+        sampling = {**sampling, "model": self.model}
+        if self.ours:
+            body = {**sampling, "prompt": [p for p, _ in rows], "seed": [s for _, s in rows]}
+            return self._read(self.client.post("completions", body), len(rows))
+        found: list[Any] = []
+        for prompt, seed in rows:
+            reply = self.client.post("completions", {**sampling, "prompt": prompt, "seed": seed})
+            found += self._read(reply, 1)
+        return found
+
+    def _read(self, reply: Any, count: int) -> list[tuple[list[int], list[float]]]:
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if not isinstance(choices, list) or len(choices) != count:
+            raise ServedError(f"{self.url} answered {str(reply)[:200]} to a completions request.")
+        rows = []
+        for choice in choices:
+            ids = choice.get("token_ids")
+            logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+            if ids is None:
+                raise ConfigError(
+                    f"rollout server {self.url} returned no token ids: it needs "
+                    "return_token_ids (vLLM 0.10.2 or newer takes it per request)."
+                )
+            if logprobs is None or len(logprobs) != len(ids):
+                raise ConfigError(
+                    f"rollout server {self.url} returned no log-probabilities for its tokens: "
+                    "it must take logprobs=0 (vLLM: --max-logprobs 1 or more, and "
+                    "--logprobs-mode processed_logprobs so they include the temperature)."
+                )
+            rows.append((list(ids), [float(x) for x in logprobs]))
+        return rows
+
+    def _root_request(self, endpoint: str, body: dict[str, Any]) -> Any:
+        """A route outside /v1 (vLLM's /tokenize, the weight routes)."""
+        root = self.spec.base.removesuffix("/v1")
+        spec = ServedSpec.parse(f"openai:{root}#{self.model}", "rollout.servers")
+        return ServedPolicy(spec).post(endpoint, body)
+
+
+class Workers:
+    """The live rollout servers; a batch is split into contiguous shares, one per server."""
+
+    def __init__(self, workers: Sequence[Worker], say: Callable[[str], None]) -> None:
+        self.workers, self.say = list(workers), say
+        self.failures = 0
+        self.lock = threading.Lock()
+
+    @property
+    def live(self) -> list[Worker]:
+        return [w for w in self.workers if w.alive]
+
+    def generate(self, rows: list[tuple[list[int], int]], sampling: dict[str, Any]) -> list:
+        found: list[Any] = [None] * len(rows)
+        todo = list(range(len(rows)))
+        while todo:
+            live = self.live
+            if not live:
+                raise RolloutFailure(
+                    "Every rollout server stopped answering ("
+                    + ", ".join(w.url for w in self.workers)
+                    + "); the run stops on its last checkpoint. Restart them, or run without "
+                    "rollout.workers/servers."
+                )
+            n = len(todo)
+            shares = [todo[k * n // len(live) : (k + 1) * n // len(live)] for k in range(len(live))]
+            todo = []
+            with ThreadPoolExecutor(len(live), thread_name_prefix="rollout") as pool:
+                asked = [
+                    (w, share, pool.submit(w.complete, [rows[i] for i in share], sampling))
+                    for w, share in zip(live, shares, strict=True)
+                    if share
+                ]
+                for worker, share, future in asked:
+                    try:
+                        for i, row in zip(share, future.result(), strict=True):
+                            found[i] = row
+                    except Unreachable as err:
+                        self._lost(worker, err)
+                        todo += share
+        return found
+
+    def _lost(self, worker: Worker, err: Exception) -> None:
+        with self.lock:
+            worker.alive = False
+            self.failures += 1
+        left = len(self.live)
+        self.say(
+            f"warning: rollout server {worker.url} stopped answering ({str(err)[:200]}); its "
+            f"matches go to the {left} other(s)."
+            if left
+            else f"warning: rollout server {worker.url} stopped answering ({str(err)[:200]})."
+        )
+
+
+class ServedLearner(Policy):
+    """The learner, generating on rollout servers; ``local`` scores, evaluates and trains."""
+
+    def __init__(self, local: Any, workers: Workers) -> None:
+        self.local, self.workers = local, workers
+        self.name = local.name
+        self.version = 0  # the policy version the servers hold (core/serving/weight_sync.py)
+        # prompts are encoded beside the trainer's own use of its tokenizer (search targets,
+        # evaluation): a copy of its own, as a tokenizer is not safe to share across threads
+        self.encoder = copy.copy(local)
+        self.encoder.tokenizer = copy.deepcopy(local.tokenizer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.local, name)  # model, tokenizer, encode, ...: the trainer's own
+
+    def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
+        if not requests:
+            return []
+        local = self.encoder
+        prompts = local.encode(requests)
+        seeds = local.row_seeds(requests)
+        sampling = {
+            "max_tokens": local.max_new_tokens,
+            "temperature": 0.0 if greedy else local.temperature,
+            "top_p": 1.0 if greedy else local.top_p,
+            "logprobs": 0,
+            "return_token_ids": True,
+        }
+        rows = self.workers.generate(list(zip(prompts, seeds, strict=True)), sampling)
+        texts = local.tokenizer.batch_decode([ids for ids, _ in rows], skip_special_tokens=True)
+        return [
+            Completion(text=text, token_ids=tuple(ids), logprobs=tuple(lp), prompt_ids=tuple(p))
+            for text, (ids, lp), p in zip(texts, rows, prompts, strict=True)
+        ]
