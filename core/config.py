@@ -241,6 +241,14 @@ class RolloutConfig(BaseModel):
         "the workers and the trainer).",
     )
 
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _server_list(cls, value: Any) -> Any:
+        """``--set rollout.servers=openai:URL#A,openai:URL#B`` (a ``#`` ends YAML's list)."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
+        return value
+
     @property
     def served(self) -> bool:
         return bool(self.workers or self.servers)

@@ -140,10 +140,10 @@ def weight_routes(receiver: WeightReceiver, batcher: Any, endpoint: Any) -> list
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    def call(method: Any) -> Any:
+    def call(method: str) -> Any:
         async def handler(body: Any) -> Any:
             try:
-                done = await asyncio.to_thread(method, body)
+                done = await asyncio.to_thread(getattr(receiver, method), body)
             except WeightError as err:
                 return JSONResponse(_problem(str(err)), status_code=400)
             return JSONResponse({"message": "ok", "version": receiver.version, "done": done})
@@ -165,10 +165,10 @@ def weight_routes(receiver: WeightReceiver, batcher: Any, endpoint: Any) -> list
         return JSONResponse({"world_size": 1})
 
     posts = {
-        "/init_weight_transfer_engine": (receiver.init, InitRequest),
-        "/start_weight_update": (receiver.start, StartRequest),
-        "/update_weights": (receiver.update, UpdateRequest),
-        "/finish_weight_update": (receiver.finish, FinishRequest),
+        "/init_weight_transfer_engine": ("init", InitRequest),
+        "/start_weight_update": ("start", StartRequest),
+        "/update_weights": ("update", UpdateRequest),
+        "/finish_weight_update": ("finish", FinishRequest),
     }
     routes = [
         Route(path, endpoint(call(m), body), methods=["POST"]) for path, (m, body) in posts.items()
