@@ -234,6 +234,11 @@ class RolloutConfig(BaseModel):
         description="Truncated importance weight min(pi_trainer/pi_server, cap) on each "
         "served token of the policy gradient (null: 2.0 when served, off in-process).",
     )
+    pin: bool = Field(
+        default=True,
+        description="With local workers: give the trainer and each worker cores of their own "
+        "when there are enough (their threads never contend).",
+    )
     worker_threads: int = Field(
         default=0,
         ge=0,

@@ -72,6 +72,7 @@ LATER_KEYS = {
         "queue": 1,
         "stale": "wait",
         "importance_cap": None,
+        "pin": True,
         "worker_threads": 0,
     },
 }

@@ -158,8 +158,28 @@ def thread_split(config: RunConfig) -> tuple[int, int]:
     workers = config.rollout.workers
     if not workers:
         return config.threads, 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cores = cores or 1
+    cores = len(usable_cores())
     each = config.rollout.worker_threads or max(1, cores // (workers + 1))
     trainer = config.threads or max(1, cores - each * workers)
     return trainer, each
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on, in order."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def core_split(config: RunConfig) -> tuple[list[int], list[list[int]]] | None:
+    """With ``rollout.pin`` and enough cores, disjoint cores for the trainer and for each
+    local worker (the trainer's first, then each worker's), so no two of them contend; None
+    when they would not fit (then every process may use every core)."""
+    if not (config.rollout.workers and config.rollout.pin and hasattr(os, "sched_setaffinity")):
+        return None
+    trainer, each = thread_split(config)
+    cores = usable_cores()
+    if trainer + each * config.rollout.workers > len(cores):
+        return None
+    rest = cores[trainer:]
+    return cores[:trainer], [rest[i * each : (i + 1) * each] for i in range(config.rollout.workers)]

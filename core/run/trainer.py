@@ -14,6 +14,7 @@ a `RunView`, never through the trainer.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ from selfplay.core.run.build import (
     build_sampler,
     check_players,
 )
-from selfplay.core.run.hardware import build_fabric, frozen_heap, thread_split
+from selfplay.core.run.hardware import build_fabric, core_split, frozen_heap, thread_split
 from selfplay.core.run.model_setup import prepare_learner
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
@@ -107,15 +108,26 @@ class Parts:
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     fabric = build_fabric(config)
     fabric.launch()
-    threads, _ = thread_split(config)
+    threads, worker_threads = thread_split(config)
     if threads:
         torch.set_num_threads(threads)
-    return Trainer(fabric, config, console).run()
+    split = core_split(config)  # before the trainer keeps to its own cores
+    if split is not None:  # local rollout workers: the trainer keeps to cores of its own
+        os.sched_setaffinity(0, split[0])
+    cores = split[1] if split else None
+    return Trainer(fabric, config, console, (worker_threads, cores)).run()
 
 
 class Trainer:
-    def __init__(self, fabric: L.Fabric, config: RunConfig, console: Any = None) -> None:
+    def __init__(
+        self,
+        fabric: L.Fabric,
+        config: RunConfig,
+        console: Any = None,
+        workers: tuple[int, list[list[int]] | None] = (0, None),
+    ) -> None:
         config = resolve(config)
+        self.workers = workers  # each local rollout worker's threads and cores (None: any)
         self.fabric, self.config, self.console = fabric, config, console
         self.processes = Processes(fabric)
         self.main = self.processes.main
@@ -166,9 +178,10 @@ class Trainer:
         store = SnapshotStore(shared / "pool", parts.learner, config.lora.enabled, self.main)
         seat = parts.learner
         if config.rollout.served:  # the learner's turns on rollout servers (core/serving/)
-            threads = thread_split(config)[1]
+            threads, cores = self.workers
+            threads = threads or thread_split(config)[1]
             model = ready.model.module
-            self.backend = served_backend(config, seat, model, shared, threads, self._say)
+            self.backend = served_backend(config, seat, model, shared, threads, self._say, cores)
             seat = self.backend.learner
         seats = Seats(seat, parts.game, snapshots=store)
         view = RunView(

@@ -66,19 +66,27 @@ class Backend:
 
 
 def served_backend(
-    config: Any, learner: Any, model: Any, folder: Path, threads: int, say: Any
+    config: Any,
+    learner: Any,
+    model: Any,
+    folder: Path,
+    threads: int,
+    say: Any,
+    cores: list[list[int]] | None = None,
 ) -> Backend:
     """Start (or reach) the servers, check them, and wire the learner and the weight sync.
 
-    ``model`` is the plain model the trainer updates; ``folder`` the run folder."""
+    ``model`` is the plain model the trainer updates; ``folder`` the run folder; ``cores``
+    each local worker's CPU cores (None: any)."""
     rollout_folder = Path(folder) / "rollout"
     rollout_folder.mkdir(parents=True, exist_ok=True)
     local = None
     names = list(config.rollout.servers)
     if config.rollout.workers:
-        local = LocalWorkers(folder, config.rollout.workers, threads)
+        local = LocalWorkers(folder, config.rollout.workers, threads, cores)
         names = local.start()
-        say(f"rollout: {len(names)} local worker(s), {threads} thread(s) each")
+        pinned = f", on cores {cores}" if cores else ""
+        say(f"rollout: {len(names)} local worker(s), {threads} thread(s) each{pinned}")
     try:
         workers = [Worker(name) for name in names]
         for worker in workers:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from selfplay.core.serving.rollout_client import RolloutFailure
@@ -32,8 +33,11 @@ URL = re.compile(r"OpenAI-compatible API at (http://\S+/v1)")
 class LocalWorkers:
     """``count`` `selfplay serve --learner` processes over run folder ``folder``."""
 
-    def __init__(self, folder: Path, count: int, threads: int) -> None:
+    def __init__(
+        self, folder: Path, count: int, threads: int, cores: list[list[int]] | None = None
+    ) -> None:
         self.folder, self.count, self.threads = Path(folder), count, threads
+        self.cores = cores  # each worker's CPU cores (None: any)
         self.processes: list[subprocess.Popen] = []
         self.urls: list[str] = []
 
@@ -61,7 +65,7 @@ class LocalWorkers:
             stdout=subprocess.PIPE,
             stderr=log,
             env=env,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=_prepare(self.cores[index] if self.cores else None),
         )
 
     def _url(self, index: int, process: subprocess.Popen) -> str:
@@ -102,10 +106,19 @@ class LocalWorkers:
         self.processes = []
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when the parent process dies (Linux)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass  # the pipe on standard input still ends the worker
+def _prepare(cores: list[int] | None) -> Callable[[], None] | None:
+    """What the child runs before exec: its cores, and (Linux) SIGTERM when the parent dies."""
+    if sys.platform != "linux" and cores is None:
+        return None
+
+    def prepare() -> None:
+        if cores is not None:
+            os.sched_setaffinity(0, cores)
+        if sys.platform == "linux":
+            try:
+                libc = ctypes.CDLL("libc.so.6", use_errno=True)
+                libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            except OSError:
+                pass  # the pipe on standard input still ends the worker
+
+    return prepare
