@@ -42,9 +42,21 @@ class TrainConfig(BaseModel):
         default=None,
         ge=1,
         description="Samples per forward/backward pass inside a minibatch (gradients add up; "
-        "one optimiser step per minibatch). Bounds the update's memory; null = the whole "
-        "minibatch.",
+        "one optimiser step per minibatch); set, it replaces micro_batch_tokens.",
     )
+    micro_batch_tokens: int | Literal["auto"] | None = Field(
+        default="auto",
+        description="Padded tokens (prompt and answer) per forward/backward pass inside a "
+        "minibatch, which bounds the update's memory: auto sizes it from the model's width "
+        "and depth (core/train/update.py); a number; null = the whole minibatch.",
+    )
+    @field_validator("micro_batch_tokens")
+    @classmethod
+    def _positive_tokens(cls, value: Any) -> Any:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("give at least 1 token, auto, or null for the whole minibatch")
+        return value
+
     clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
     kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
     kl_coef_step: float = Field(

@@ -4,6 +4,7 @@ micro-batches with gradient accumulation (train.micro_batch_size)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,13 +13,14 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.dpo import DPO
+from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.algorithms.sft import SFT
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update import TokenBudget, Updater, pack_by_tokens
 
 
 def samples(n: int, seed: int = 0) -> list[Sample]:
@@ -34,7 +36,9 @@ def samples(n: int, seed: int = 0) -> list[Sample]:
     return out
 
 
-def run_update(objective, micro: int | None, epochs: int = 2, minibatches: int = 2):
+def run_update(
+    objective, micro: int | None, epochs: int = 2, minibatches: int = 2, tokens=None, data=None
+):
     """(gradients of each optimiser step, the update's metrics) on a fresh tiny model."""
     model = build_tiny(seed=0)[0]
     reference = Reference(model, model, lora=False, needed=True)
@@ -48,13 +52,13 @@ def run_update(objective, micro: int | None, epochs: int = 2, minibatches: int =
         return torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm)
 
     objective.bind(TrainSettings(update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01))
-    data = samples(14)
-    advantages = [s.reward for s in data]
-    items = objective.prepare(IterationData(data, advantages if objective.needs else None))
+    data = data or IterationData(samples(14))
+    advantages = [s.reward for s in data.samples] if objective.needs == "advantages" else None
+    items = objective.prepare(replace(data, advantages=advantages))
     updater = Updater(
         model, torch.optim.AdamW(model.parameters(), lr=1e-3), objective, 0,
         backward=torch.Tensor.backward, clip_gradients=clip, epochs=epochs,
-        reference=reference, micro_batch_size=micro,
+        reference=reference, micro_batch_size=micro, micro_batch_tokens=tokens,
     )  # fmt: skip
     stats = updater.update(items, torch.Generator().manual_seed(3), minibatches)
     return grads, stats.means()
@@ -77,6 +81,63 @@ def test_micro_batches_give_the_whole_minibatch_gradients_and_metrics(make, micr
         assert metrics.keys() == whole.keys()
         for key, value in whole.items():
             assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (micro, key)
+
+
+def legal_choices(n: int) -> IterationData:
+    """Learner moves chosen among legal answers (legal-pg's menus of three)."""
+    answers = {"[a]": (50, 2), "[bb]": (51, 52, 2), "[c]": (53, 2)}
+    rng = random.Random(1)
+    chosen = []
+    for _ in range(n):
+        prompt = (1, *(rng.randrange(7, 100) for _ in range(rng.randint(5, 30))))
+        text = rng.choice(sorted(answers))
+        chosen.append(
+            Sample("g", "r", prompt, answers[text], (-1.0,) * len(answers[text]),
+                   rng.uniform(-1, 1), prompt, menu=tuple(sorted(answers)))
+        )  # fmt: skip
+    return IterationData(chosen, encode=answers.__getitem__)
+
+
+@pytest.mark.parametrize(
+    ("make", "budgets", "epochs"),
+    [
+        (PolicyGradient, (40, 120), 2),
+        (DPO, (70,), 2),
+        (SFT, (90,), 2),
+        (LegalPolicyGradient, (100, 300), 1),
+    ],
+    ids=["pg", "dpo", "sft", "legal-pg"],
+)
+def test_token_budgets_give_the_whole_minibatch_gradients(make, budgets, epochs):
+    """Every optimiser step's gradients match; legal-pg takes one step (one epoch, one
+    minibatch), so Adam's later steps cannot amplify rounding in its near-zero gradients."""
+    data = legal_choices(10) if make is LegalPolicyGradient else None
+    steps = 1 if make is LegalPolicyGradient else 2
+    whole_grads, whole = run_update(make(), None, epochs, steps, data=data)
+    for tokens in budgets:
+        budget = TokenBudget(tokens)
+        grads, metrics = run_update(make(), None, epochs, steps, tokens=budget, data=data)
+        assert len(grads) == len(whole_grads)
+        for step, (mine, theirs) in enumerate(zip(grads, whole_grads, strict=True)):
+            for a, b in zip(mine, theirs, strict=True):
+                assert torch.allclose(a, b, rtol=0, atol=1e-5), (tokens, step)
+        for key, value in whole.items():
+            assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (tokens, key)
+
+
+def test_items_are_packed_in_order_within_the_token_budget():
+    from types import SimpleNamespace
+
+    def item(prompt: int, answer: int, rows: int = 1):
+        sample = SimpleNamespace(prompt_ids=(0,) * prompt, token_ids=(0,) * answer)
+        return SimpleNamespace(samples=(sample,) * rows)
+
+    items = [item(8, 2), item(8, 2), item(18, 2), item(4, 1, rows=2), item(50, 50)]
+    packed = pack_by_tokens(items, TokenBudget(40))
+    assert packed == [items[:2], [items[2]], [items[3]], [items[4]]]  # 2x10, 1x20, 2x5, 1x100
+    every = TokenBudget.auto(build_tiny(seed=0)[0])
+    assert pack_by_tokens(items, every) == [items]  # the tiny model: all in one
+    assert every.fits(64, 108)  # the default run's largest minibatch is never split
 
 
 def test_the_output_layer_sees_only_answer_positions():

@@ -25,7 +25,7 @@ from selfplay.core.run.progress import Ticker
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update import TokenBudget, Updater
 
 
 @dataclass
@@ -81,6 +81,7 @@ def prepare_learner(
         temperature=config.generation.temperature,
         role_context=_role_context(config, model),
         micro_batch_size=train.micro_batch_size,
+        micro_batch_tokens=_micro_batch_tokens(train.micro_batch_tokens, model.module),
         no_sync=_no_sync(fabric, model),
         processes=fabric.world_size,
         reduce=_summed(fabric),
@@ -89,6 +90,13 @@ def prepare_learner(
     )
     learner.role_context = updater.role_context
     return Prepared(model, optimizer, reference, updater)
+
+
+def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | None:
+    """``train.micro_batch_tokens``: auto sized from the model (update.TokenBudget)."""
+    if setting == "auto":
+        return TokenBudget.auto(model)
+    return TokenBudget(int(setting)) if setting else None
 
 
 def _no_sync(fabric: L.Fabric, model: Any) -> Callable[[bool], Any] | None:

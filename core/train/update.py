@@ -6,8 +6,10 @@ reads it) and under the current policy, let the objective form its loss, step. T
 DDP and DeepSpeed work the same for every objective. A non-finite loss is skipped (no step)
 and reported, so the loop can stop after several in a row.
 
-Micro-batches (``train.micro_batch_size``) bound the memory of a step: a minibatch is scored
-and back-propagated a few items at a time, each loss weighted by its share of the
+Micro-batches bound the memory of a step: a minibatch is scored and back-propagated a few
+items at a time (``train.micro_batch_tokens`` padded tokens of prompt and answer each, packed
+in order, by default sized from the model's width, depth and heads by `TokenBudget`; or
+``train.micro_batch_size`` items), each loss weighted by its share of the
 minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
 of a step synchronises gradients, so processes whose minibatches split differently still
@@ -101,7 +103,8 @@ class Updater:
     reference: Reference | None = None
     temperature: float = 1.0
     role_context: Callable[[str], Any] | None = None
-    micro_batch_size: int | None = None  # items per backward pass; None: the whole minibatch
+    micro_batch_size: int | None = None  # items per backward pass; None: by tokens, or whole
+    micro_batch_tokens: TokenBudget | None = None  # the size of a backward pass; None: whole
     # ``no_sync(True)``: a context in which a backward pass does not synchronise gradients
     no_sync: Callable[[bool], AbstractContextManager[Any]] | None = None
     processes: int = 1
@@ -170,8 +173,10 @@ class Updater:
         return self.processes * total / everyone if everyone else 1.0
 
     def _micro_batches(self, group: list[Any]) -> list[list[Any]]:
-        size = self.micro_batch_size or len(group)
-        return [group[k : k + size] for k in range(0, len(group), size)]
+        if self.micro_batch_size or not self.micro_batch_tokens:
+            size = self.micro_batch_size or len(group)
+            return [group[k : k + size] for k in range(0, len(group), size)]
+        return pack_by_tokens(group, self.micro_batch_tokens)
 
     def _sync(self, last: bool) -> AbstractContextManager[Any]:
         return nullcontext() if last or self.no_sync is None else self.no_sync(True)
@@ -270,3 +275,59 @@ def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
         "rollout/mismatch_kl": float(every.mean()),
         "rollout/mismatch_max": float(every.abs().max()),
     }
+
+
+# What a micro-batch's activations, kept for the backward pass, cost (fp32): about this many
+# bytes per padded token per unit of width per layer, and, for the attention weights, this
+# many per pair of positions per head per layer (measured with benchmarks/memory.py). The
+# automatic budget keeps a micro-batch near AUTO_BYTES.
+BYTES_PER_TOKEN_UNIT = 96
+BYTES_PER_PAIR = 8
+AUTO_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """How large a micro-batch may grow: ``tokens`` padded tokens, or (``auto``) the bytes
+    its activations cost for a model of this width, depth and head count."""
+
+    tokens: int | None = None
+    width: int = 0
+    depth: int = 0
+    heads: int = 0
+
+    @classmethod
+    def auto(cls, model: Any) -> TokenBudget:
+        config = getattr(model, "config", None)
+        width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 768)
+        depth = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 12)
+        heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 12)
+        return cls(None, int(width), int(depth), int(heads))
+
+    def fits(self, rows: int, longest: int) -> bool:
+        if self.tokens is not None:
+            return rows * longest <= self.tokens
+        linear = rows * longest * self.width * self.depth * BYTES_PER_TOKEN_UNIT
+        pairs = rows * longest * longest * self.heads * self.depth * BYTES_PER_PAIR
+        return linear + pairs <= AUTO_BYTES
+
+
+def pack_by_tokens(items: list[Any], budget: TokenBudget) -> list[list[Any]]:
+    """``items`` in order, in micro-batches that fit ``budget``: every row of a micro-batch
+    (each item's samples: prompt and answer) padded to its longest. An item never splits (its
+    rows are one DPO pair or one legal move's menu); one over the budget alone is a
+    micro-batch of its own."""
+    batches: list[list[Any]] = []
+    current: list[Any] = []
+    rows = longest = 0
+    for item in items:
+        count = len(item.samples)
+        length = max(len(s.prompt_ids) + len(s.token_ids) for s in item.samples)
+        if current and not budget.fits(rows + count, max(longest, length)):
+            batches.append(current)
+            current, rows, longest = [], 0, 0
+        current.append(item)
+        rows, longest = rows + count, max(longest, length)
+    if current:
+        batches.append(current)
+    return batches
