@@ -50,6 +50,7 @@ class TrainConfig(BaseModel):
         "minibatch, which bounds the update's memory: auto sizes it from the model's width "
         "and depth (core/train/update.py); a number; null = the whole minibatch.",
     )
+
     @field_validator("micro_batch_tokens")
     @classmethod
     def _positive_tokens(cls, value: Any) -> Any:
