@@ -159,6 +159,11 @@ class HardwareConfig(BaseModel):
         "torchrun or SLURM (docs/scaling.md, Many GPUs / many machines).",
     )
     strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
+    malloc_trim: bool = Field(
+        default=True,
+        description="After each rollout and update, hand memory freed back to the system "
+        "(glibc's malloc_trim; other C libraries: nothing happens).",
+    )
     precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")
 
 

@@ -6,8 +6,9 @@ damaged config.yaml, a resume with nothing left to train, a plug-in whose code r
 the run); 3 training stopped after repeated non-finite losses (the last good checkpoint is
 kept); 4 a checkpoint or another run-folder file could not be written or read (full disk,
 read-only folder, no complete checkpoint); 5 a rollout server failed: every one stopped
-answering, or one would not take the new weights (the last checkpoint is kept); 130
-interrupted by the user.
+answering, or one would not take the new weights (the last checkpoint is kept); 6 out of
+memory in the update or a rollout (the message names the setting to lower; the last
+checkpoint is kept); 130 interrupted by the user.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT = 0, 1, 2, 3, 4
-EXIT_ROLLOUT, EXIT_INTERRUPTED = 5, 130
+EXIT_ROLLOUT, EXIT_MEMORY, EXIT_INTERRUPTED = 5, 6, 130
 
 
 RUN_FLAGS = (
@@ -354,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
     from selfplay.core.serving.rollout_client import RolloutFailure
+    from selfplay.core.train.state import OutOfMemory
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
@@ -376,6 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RolloutFailure as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_ROLLOUT
+    except OutOfMemory as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_MEMORY
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED

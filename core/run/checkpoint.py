@@ -75,6 +75,8 @@ LATER_KEYS = {
         "pin": True,
         "worker_threads": 0,
     },
+    "train.micro_batch_tokens": "auto",
+    "hardware.malloc_trim": True,
 }
 
 
@@ -86,11 +88,19 @@ def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> s
     if not with_minutes:
         ignored.add("minutes")
     stable = {
-        k: v
+        k: _without_later(k, v)
         for k, v in config_json.items()
         if k not in ignored and not (k in LATER_KEYS and v == LATER_KEYS[k])
     }
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _without_later(section: str, value: Any) -> Any:
+    """A section's keys, less those added later (``train.micro_batch_tokens``) at default."""
+    if not isinstance(value, dict):
+        return value
+    later = {k.split(".", 1)[1]: v for k, v in LATER_KEYS.items() if k.startswith(section + ".")}
+    return {k: v for k, v in value.items() if not (k in later and v == later[k])}
 
 
 def save(

@@ -1,9 +1,10 @@
 """What a run does when something goes wrong that must not cost it its work.
 
-A run stopped by a faulty plug-in or a failed write closes its trackers and says what its
-folder keeps and how to go on. (Within an iteration: a match whose game rules raised is
-voided and counted, `selfplay.core.rollout.voided`; a sample whose return or advantage is not
-a finite number is dropped and counted, `selfplay.core.train.samples.nonfinite`.)
+A run stopped by a faulty plug-in, a failed write or an allocation that failed closes its
+trackers and says what its folder keeps and how to go on. (Within an iteration: a match
+whose game rules raised is voided and counted, `selfplay.core.rollout.voided`; a sample whose
+return or advantage is not a finite number is dropped and counted,
+`selfplay.core.train.samples.nonfinite`.)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from selfplay.api.errors import PluginFault
 from selfplay.core.run import checkpoint
+from selfplay.core.train.state import OutOfMemory
 
 
 @contextlib.contextmanager
@@ -23,7 +25,7 @@ def stopping(trackers: Any, kept_in: Callable[[], Path | None]) -> Iterator[None
     the message what the run folder ``kept_in()`` keeps (None until the loop began)."""
     try:
         yield
-    except (PluginFault, checkpoint.StorageError) as err:
+    except (PluginFault, checkpoint.StorageError, OutOfMemory) as err:
         _close(trackers)
         where = kept_in()
         if where is None:

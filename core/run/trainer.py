@@ -129,7 +129,7 @@ class Trainer:
         config = resolve(config)
         self.workers = workers  # each local rollout worker's threads and cores (None: any)
         self.fabric, self.config, self.console = fabric, config, console
-        self.processes = Processes(fabric)
+        self.processes = Processes(fabric, trim=config.hardware.malloc_trim)
         self.main = self.processes.main
         torch.manual_seed(config.seed)
         self.parts = Parts.build(config)

@@ -15,8 +15,8 @@ matches to log, and the run around it (core/run/trainer.py) writes them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,7 @@ from selfplay.core.train.samples import (
     reference_answers,
 )
 from selfplay.core.train.schedules import apply_schedules
-from selfplay.core.train.state import Processes, RunState
+from selfplay.core.train.state import OutOfMemory, Processes, RunState, out_of_memory
 
 # ``phase(label, quiet=True)`` opens a step the terminal may show; the block gets a
 # ``told(done, total)`` callable that reports progress within it
@@ -73,7 +73,9 @@ class Iteration:
     def __call__(self, iteration: int) -> Played:
         s, config, processes = self.state, self.state.config, self.processes
         started = time.perf_counter()
-        batch = self.rollouts.take(iteration)  # seated and played (core/train/rollouts.py)
+        with self._memory("Playing the iteration's matches", self._rollout_settings()):
+            batch = self.rollouts.take(iteration)  # seated and played (core/train/rollouts.py)
+        processes.release()  # what the rollout freed goes back to the system
         played, branched, void = batch.played, batch.branched, batch.void
         finished = time.perf_counter()
 
@@ -111,7 +113,9 @@ class Iteration:
         with self.phase("update", quiet=True) as told:
             told(0, len(items))  # the bar shows the update's clock: samples trained at the end
             steps = processes.minibatches(len(items), config.train.minibatch_size)
-            stats = s.updater.update(items, s.generator, steps)
+            with self._memory("The update", self._update_settings()):
+                stats = s.updater.update(items, s.generator, steps)
+        processes.release()
         if config.train.reference_update:
             s.reference.pull(config.train.reference_update)
         self.rollouts.trained(iteration)  # served: the new weights go to the rollout servers
@@ -130,6 +134,40 @@ class Iteration:
         row["rollout_seconds"] = finished - started
         row["update_seconds"] = time.perf_counter() - finished
         return Played(row, everyone, processes.gather(void))
+
+    @contextmanager
+    def _memory(self, what: str, settings: str) -> Iterator[None]:
+        """An allocation that fails becomes `OutOfMemory`, naming what to lower."""
+        try:
+            yield
+        except Exception as err:
+            if not out_of_memory(err):
+                raise
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            raise OutOfMemory(
+                f"{what} ran out of memory ({first}). Lower {settings}; "
+                "the run keeps its last checkpoint (resume with --resume once it fits)."
+            ) from None
+
+    def _update_settings(self) -> str:
+        train = self.state.config.train
+        if train.micro_batch_size:
+            return f"train.micro_batch_size (now {train.micro_batch_size}), e.g. to half"
+        tokens = self.state.updater.micro_batch_tokens
+        if tokens is None:
+            return "train.micro_batch_tokens (now null: the whole minibatch): set it, e.g. 2048"
+        now = tokens.tokens if tokens.tokens else "auto"
+        return (
+            f"train.micro_batch_tokens (now {now}), e.g. --set train.micro_batch_tokens=512, "
+            f"or train.minibatch_size (now {train.minibatch_size})"
+        )
+
+    def _rollout_settings(self) -> str:
+        config = self.state.config
+        return (
+            f"matches (now {config.matches}) or generation.max_new_tokens (now "
+            f"{config.generation.max_new_tokens})"
+        )
 
     def _trains(self, role: str, iteration: int) -> bool:
         """A role with ``train.stagger`` n trains every n-th iteration only."""

@@ -136,13 +136,29 @@ def _numpy_state() -> tuple[Any, ...]:
     return name, keys.tolist(), int(pos), int(has_gauss), float(cached)
 
 
-class Processes:
-    """The run's processes as one: sums and gathers over all of them (one process: as is)."""
+class OutOfMemory(RuntimeError):
+    """The update or a rollout could not allocate memory (exit code 6); the message names the
+    setting to lower and its value, and the run keeps its last checkpoint."""
 
-    def __init__(self, fabric: Any) -> None:
+
+class Processes:
+    """The run's processes as one: sums and gathers over all of them (one process: as is).
+
+    ``release()`` hands the memory this process freed back to the system (glibc's
+    ``malloc_trim``; ``hardware.malloc_trim``), once after each rollout and each update:
+    glibc keeps what large tensors free, so a process's resident memory otherwise climbs
+    through an iteration of many micro-batches.
+    """
+
+    def __init__(self, fabric: Any, trim: bool = False) -> None:
         self.fabric = fabric
         self.rank, self.world_size = fabric.global_rank, fabric.world_size
         self.main = self.rank == 0
+        self.trim = _malloc_trim() if trim else None
+
+    def release(self) -> None:
+        if self.trim is not None:
+            self.trim(0)
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over every process (statistics of the estimator, the rewards)."""
@@ -181,3 +197,28 @@ class Processes:
 
     def barrier(self) -> None:
         self.fabric.barrier()
+
+
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None on another C library or system."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # musl, macOS: no malloc_trim
+        return None
+    if trim is not None:
+        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocation that failed (CPU or GPU)."""
+    if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
+        return True
+    text = str(err).lower()
+    return isinstance(err, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text
+    )

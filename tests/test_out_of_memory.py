@@ -1,0 +1,67 @@
+"""Out of memory is an error, not a traceback: the run stops with exit code 6, names the
+setting to lower and its value, and keeps its last checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selfplay.core.commands.cli import main
+from selfplay.core.train import rollouts, update
+from selfplay.core.train.state import out_of_memory
+
+SMALL = ["--cold-start", "5", "--matches", "8", "--set", "eval.matches=2", "--set", "threads=1"]
+CPU_FAILURE = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 547444224 bytes."
+
+
+def run(tmp_path: Path, *extra: str) -> int:
+    args = ["run", *SMALL, "--iterations", "3", "--set", "checkpoint_every=1"]
+    return main([*args, "--out", str(tmp_path), "--name", "m", *extra])
+
+
+def fail_on_the_second(monkeypatch, owner, name, error):
+    real, calls = getattr(owner, name), []
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise error
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, failing)
+
+
+def test_an_update_that_cannot_allocate_names_its_setting_and_keeps_the_checkpoint(
+    tmp_path, monkeypatch, capsys
+):
+    fail_on_the_second(monkeypatch, update.Updater, "update", RuntimeError(CPU_FAILURE))
+    assert run(tmp_path) == 6
+    said = " ".join(capsys.readouterr().err.split())
+    assert "The update ran out of memory" in said and "can't allocate memory" in said
+    assert "train.micro_batch_tokens (now auto)" in said
+    assert "iter-000001" in said and "--resume" in said  # what the folder keeps
+    assert (tmp_path / "m" / "checkpoints" / "iter-000001").is_dir()
+    assert "Traceback" not in said
+
+
+def test_a_rollout_that_cannot_allocate_names_the_matches(tmp_path, monkeypatch, capsys):
+    fail_on_the_second(monkeypatch, rollouts.Rollouts, "take", MemoryError())
+    assert run(tmp_path, "--set", "train.micro_batch_size=4") == 6
+    said = " ".join(capsys.readouterr().err.split())
+    assert "Playing the iteration's matches ran out of memory" in said
+    assert "matches (now 8)" in said and "generation.max_new_tokens (now 8)" in said
+
+
+@pytest.mark.parametrize(
+    ("error", "memory"),
+    [
+        (RuntimeError(CPU_FAILURE), True),
+        (MemoryError(), True),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+        (RuntimeError("shape mismatch"), False),
+        (ValueError("can't allocate memory"), False),  # only an allocator's own errors
+    ],
+)
+def test_what_counts_as_running_out_of_memory(error, memory):
+    assert out_of_memory(error) is memory
