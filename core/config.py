@@ -58,6 +58,11 @@ class TrainConfig(BaseModel):
             raise ValueError("give at least 1 token, auto, or null for the whole minibatch")
         return value
 
+    dropout: bool = Field(
+        default=False,
+        description="Keep the model's own dropout in the update (off by default: the rollouts "
+        "sample without it, so the update scores what they sampled; lora.dropout stays).",
+    )
     clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
     kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
     kl_coef_step: float = Field(

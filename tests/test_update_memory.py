@@ -137,7 +137,9 @@ def test_items_are_packed_in_order_within_the_token_budget():
     assert packed == [items[:2], [items[2]], [items[3]], [items[4]]]  # 2x10, 1x20, 2x5, 1x100
     every = TokenBudget.auto(build_tiny(seed=0)[0])
     assert pack_by_tokens(items, every) == [items]  # the tiny model: all in one
-    assert every.fits(64, 108)  # the default run's largest minibatch is never split
+    assert every.fits(64, 60) and not every.fits(64, 200)  # the default run: one, mostly
+    wide = TokenBudget.auto(SimpleNamespace(config=SimpleNamespace(n_embd=64, n_layer=2, n_head=2)))
+    assert wide.fits(16, 577) and not wide.fits(32, 577)  # the wide run: ~18 rows
 
 
 def test_the_output_layer_sees_only_answer_positions():

@@ -76,6 +76,7 @@ LATER_KEYS = {
         "worker_threads": 0,
     },
     "train.micro_batch_tokens": "auto",
+    "train.dropout": False,
     "hardware.malloc_trim": True,
 }
 

@@ -59,6 +59,8 @@ def prepare_learner(
     optimizer = torch.optim.AdamW(
         params, lr=config.train.lr, weight_decay=config.train.weight_decay, foreach=True
     )
+    if not config.train.dropout:
+        without_dropout(learner.model)
     model, optimizer = fabric.setup(learner.model, optimizer)
     learner.model = model.module  # generation runs on the plain module; weights are shared
     if "mixed" in config.hardware.precision and hasattr(learner, "forward_context"):
@@ -97,6 +99,21 @@ def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | 
     if setting == "auto":
         return TokenBudget.auto(model)
     return TokenBudget(int(setting)) if setting else None
+
+
+DROPOUT_SETTINGS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "dropout")
+
+
+def without_dropout(model: Any) -> None:
+    """The model's own dropout off (its ``nn.Dropout`` layers, and the rates its config hands
+    to attention kernels); LoRA's adapter dropout is left as ``lora.dropout`` sets it."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Dropout) and "lora_dropout" not in name:
+            module.p = 0.0
+    config = getattr(model, "config", None)
+    for key in DROPOUT_SETTINGS:
+        if isinstance(getattr(config, key, None), float):
+            setattr(config, key, 0.0)
 
 
 def _no_sync(fabric: L.Fabric, model: Any) -> Callable[[bool], Any] | None:

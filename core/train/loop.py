@@ -113,9 +113,8 @@ class Iteration:
         with self.phase("update", quiet=True) as told:
             told(0, len(items))  # the bar shows the update's clock: samples trained at the end
             steps = processes.minibatches(len(items), config.train.minibatch_size)
-            with self._memory("The update", self._update_settings()):
+            with self._memory("The update", self._update_settings()), processes.updating():
                 stats = s.updater.update(items, s.generator, steps)
-        processes.release()
         if config.train.reference_update:
             s.reference.pull(config.train.reference_update)
         self.rollouts.trained(iteration)  # served: the new weights go to the rollout servers

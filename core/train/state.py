@@ -14,8 +14,9 @@ every process's statistics and records the same.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,21 +145,35 @@ class OutOfMemory(RuntimeError):
 class Processes:
     """The run's processes as one: sums and gathers over all of them (one process: as is).
 
-    ``release()`` hands the memory this process freed back to the system (glibc's
-    ``malloc_trim``; ``hardware.malloc_trim``), once after each rollout and each update:
-    glibc keeps what large tensors free, so a process's resident memory otherwise climbs
-    through an iteration of many micro-batches.
+    The heap (``hardware.malloc_trim``; glibc only, other C libraries are left alone): glibc
+    keeps what large tensors free and reuses it for what comes next, so a process's resident
+    memory climbs through an update of many micro-batches. ``updating()`` makes blocks of
+    4 MB and more go straight back to the system while the update runs (``mallopt``'s mmap
+    threshold, set back to glibc's largest after it), and ``release()`` hands back what is
+    left free (``malloc_trim``), once after each rollout and each update.
     """
 
     def __init__(self, fabric: Any, trim: bool = False) -> None:
         self.fabric = fabric
         self.rank, self.world_size = fabric.global_rank, fabric.world_size
         self.main = self.rank == 0
-        self.trim = _malloc_trim() if trim else None
+        self.glibc = _glibc() if trim else None
 
     def release(self) -> None:
-        if self.trim is not None:
-            self.trim(0)
+        if self.glibc is not None:
+            self.glibc.malloc_trim(0)
+
+    @contextlib.contextmanager
+    def updating(self) -> Iterator[None]:
+        if self.glibc is None:
+            yield
+            return
+        self.glibc.mallopt(M_MMAP_THRESHOLD, UPDATE_MMAP_THRESHOLD)
+        try:
+            yield
+        finally:
+            self.glibc.mallopt(M_MMAP_THRESHOLD, LARGEST_MMAP_THRESHOLD)
+            self.glibc.malloc_trim(0)
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over every process (statistics of the estimator, the rewards)."""
@@ -199,19 +214,29 @@ class Processes:
         self.fabric.barrier()
 
 
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim``, or None on another C library or system."""
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+UPDATE_MMAP_THRESHOLD = 4 << 20
+LARGEST_MMAP_THRESHOLD = 32 << 20  # glibc's largest dynamic threshold on 64-bit systems
+
+
+def _glibc() -> Any:
+    """glibc's ``malloc_trim`` and ``mallopt``, or None on another C library or system."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
     try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # musl, macOS: no malloc_trim
+        library = ctypes.CDLL(name) if name else None
+        if library is None or not hasattr(library, "malloc_trim"):
+            return None  # musl, macOS: neither
+        library.malloc_trim.argtypes, library.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+        library.mallopt.argtypes, library.mallopt.restype = (
+            [ctypes.c_int, ctypes.c_int],
+            ctypes.c_int,
+        )
+    except (OSError, AttributeError):
         return None
-    if trim is not None:
-        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    return library
 
 
 def out_of_memory(err: BaseException) -> bool:

@@ -277,13 +277,15 @@ def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
     }
 
 
-# What a micro-batch's activations, kept for the backward pass, cost (fp32): about this many
-# bytes per padded token per unit of width per layer, and, for the attention weights, this
-# many per pair of positions per head per layer (measured with benchmarks/memory.py). The
-# automatic budget keeps a micro-batch near AUTO_BYTES.
+# What a micro-batch's activations, kept for the backward pass, cost (fp32, dropout off): about
+# this many bytes per padded token per unit of width per layer, and, for the attention weights,
+# this many per pair of positions per head per layer. Measured with benchmarks/memory.py: 92
+# bytes per unit for SmolLM2-135M under LoRA (220 MB a 138-token row), and for a 2-layer GPT-2
+# of width 64 with 577-token rows 31 KB a token, which the two terms give (RESULTS.md, "Memory
+# bounded by default"). The automatic budget keeps a micro-batch near AUTO_BYTES.
 BYTES_PER_TOKEN_UNIT = 96
 BYTES_PER_PAIR = 8
-AUTO_BYTES = 512 << 20
+AUTO_BYTES = 320 << 20
 
 
 @dataclass(frozen=True)
