@@ -7,7 +7,8 @@ fit does not: it finds the strengths that make all recorded results most likely,
 MM algorithm (Hunter 2004, "MM algorithms for generalized Bradley-Terry models"). A weak prior
 (``prior_games`` virtual games, half won and half lost, against a reference player) keeps the
 strength of an unbeaten or winless player finite. Both are reported on the Elo scale; draws
-count half a win.
+count half a win. The expectation itself lives in ``selfplay.api.band``, shared with the task
+schedule of proposer games, which may not import this floor.
 """
 
 from __future__ import annotations
@@ -19,13 +20,9 @@ from typing import Any
 
 import numpy as np
 
-ELO_SCALE = 400.0
+from selfplay.api.band import ELO_SCALE, expected_score
+
 SCORES = {1.0: "wins", 0.5: "draws", 0.0: "losses"}
-
-
-def expected_score(rating: float, opponent: float, scale: float = ELO_SCALE) -> float:
-    """The score (win 1, draw 1/2) a player rated ``rating`` expects against ``opponent``."""
-    return 1.0 / (1.0 + 10.0 ** ((opponent - rating) / scale))
 
 
 def score_of(payoff: float) -> float:

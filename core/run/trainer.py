@@ -33,8 +33,9 @@ from selfplay.api.policy import Policy
 from selfplay.api.reward import RewardContext
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.tasks import iteration_splits
 from selfplay.core.config import RunConfig
-from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
@@ -239,6 +240,11 @@ class Trainer:
                 row = played.row
                 if config.eval.every and iteration % config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
+                elif splits := iteration_splits(state.game):  # every iteration (api/tasks.py)
+                    with self._phase("held-out tasks") as told:
+                        seed = config.seed + 7919
+                        row.update(task_metrics(state.game, state.learner, config.eval.matches,
+                                                seed, progress=told, splits=splits))  # fmt: skip
                 for _, callback in state.callbacks:
                     callback.on_iteration_metrics(state.view, played.episodes, row)
                 row["elapsed_seconds"] = time.perf_counter() - self.started
