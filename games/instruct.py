@@ -66,6 +66,13 @@ class Instruct(TextGame):
     move_noun = "answer"
     players: ClassVar[dict[str, Any]] = {"canned": canned_player}
     default_reward = "judge"
+    # No cold start: the canned player writes two fixed sentences, nothing worth imitating
+    # (and the run's default demonstrator, random, is not one of its players); and answers
+    # of 128 tokens, so that a judge rates an answer rather than its first 8 tokens.
+    run_defaults: ClassVar[dict[str, Any]] = {
+        "cold_start.steps": 0,
+        "generation.max_new_tokens": 128,
+    }
     reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {
         "judge": {"scope": "turn", "scale": 5, "template": "judge_strict"}
     }

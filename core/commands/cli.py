@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -322,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv in (["--version"], ["-V"]):  # before the parser, which loads every plugin
+        print(f"selfplay {__version__}")
+        return EXIT_OK
     err = Console(stderr=True)
     try:
         parser = build_parser()
@@ -341,6 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`selfplay show RUN | head`): not an error of ours; point
+        # stdout at nothing so that Python's flush at exit does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

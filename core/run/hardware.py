@@ -56,6 +56,7 @@ def build_fabric(config: RunConfig) -> L.Fabric:
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
     strategy: Any = hw.strategy
+    check_strategy(hw.strategy)
     if is_deepspeed(hw.strategy):
         _check_deepspeed(hw.strategy, accelerator)
     _check_available(accelerator, hw.devices)  # after the settings' own mistakes
@@ -73,6 +74,29 @@ def build_fabric(config: RunConfig) -> L.Fabric:
         strategy=strategy,
         precision=hw.precision,
     )
+
+
+# what a run's loop supports: one process, DDP's forms, DeepSpeed ZeRO 1 and 2
+STRATEGIES = ("auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_find_unused_parameters_true")
+
+
+def check_strategy(strategy: str) -> None:
+    """Name a strategy the run cannot use, and what to use, before Lightning raises."""
+    if strategy in STRATEGIES or is_deepspeed(strategy):
+        return  # DeepSpeed's own checks follow (_check_deepspeed)
+    choices = f"{', '.join(STRATEGIES)}, deepspeed_stage_1 or deepspeed_stage_2"
+    if "fsdp" in strategy:
+        raise ConfigError(
+            f"--strategy {strategy} is not supported: FSDP shards every weight across "
+            "processes, and checkpoints, pool snapshots and the KL reference read whole "
+            f"weights; use ddp, or deepspeed_stage_2 to shard optimizer state and gradients. "
+            f"Strategies a run takes: {choices}."
+        )
+    import difflib
+
+    close = difflib.get_close_matches(strategy, [*STRATEGIES, "deepspeed_stage_2"], n=1)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    raise ConfigError(f"--strategy {strategy!r} is not a strategy a run takes: {choices}.{hint}")
 
 
 def _check_available(accelerator: str, devices: int) -> None:

@@ -260,8 +260,10 @@ class Trainer:
                     callback.on_iteration_end(state.view, row)
                 if last:
                     break
-            after = self.evaluate()
-            display.summary(before, after, state.progress.before_tasks, self._task_metrics())
+            after, tasks = self.evaluate(), self._task_metrics()
+            display.summary(before, after, state.progress.before_tasks, tasks)
+            if self.folder:
+                self.folder.write_summary(before, after, state.progress.before_tasks, tasks)
             if message := untrained_message(rows, self.folder and self.folder.path):
                 self._say(f"[yellow]{escape(message)}[/yellow]")
         if self.folder:

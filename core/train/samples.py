@@ -216,7 +216,39 @@ def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None
             f"{show[:-1]} --unreadable`. A judge model must answer in the asked form "
             '("Score: N"); the tiny model cannot: judge with a larger one.'
         )
+    if cause := _nothing_kept(rows):
+        return f"0 samples trained: {cause} — see {show}."
     return f"0 samples trained: no learner turn got a score — see {show}."
+
+
+def _nothing_kept(rows: Sequence[dict[str, Any]]) -> str | None:
+    """Why an objective that keeps or pairs samples (sft, dpo) trained on none of them."""
+
+    def total(key: str) -> int:
+        return int(sum(float(r.get(key) or 0) for r in rows))
+
+    if any("sft/kept" in r for r in rows) and not total("sft/kept"):
+        return (
+            "turns were scored, but the sft objective kept none of them (objective_options.keep: "
+            "pass keeps returns above threshold, 0 by default; no answer passed). Lower "
+            "objective_options.threshold, keep the best with keep=top-k, or start from a "
+            "longer cold start"
+        )
+    if any("pairs/formed" in r for r in rows) and not total("pairs/formed"):
+        counts = ", ".join(
+            f"{total(f'pairs/{k}')} {what}"
+            for k, what in (
+                ("ties", "prompts whose answers all scored the same"),
+                ("singletons", "with one answer"),
+                ("below_margin", "apart by less than the margin"),
+            )
+        )
+        return (
+            f"turns were scored, but the dpo objective formed no preference pair ({counts}). "
+            "Give each prompt more answers (game_options.answers), a reward that tells them "
+            "apart, or a smaller objective_options.margin"
+        )
+    return None
 
 
 def check_scored(
