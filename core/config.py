@@ -284,7 +284,9 @@ class RunConfig(BaseModel):
     matches: int = Field(default=128, ge=1, description="Matches played per iteration.")
     branches: BranchConfig = Field(default_factory=BranchConfig)
     seed: int = Field(default=0, description="Seed for every random choice of the run.")
-    threads: int = Field(default=0, ge=0, description="Torch CPU threads (0 = torch's default).")
+    threads: int = Field(
+        default=0, ge=0, description="Torch CPU threads (0 = every usable core; hardware.py)."
+    )
     out: Path = Field(default=Path("runs"), description="Folder under which run folders are made.")
     name: str | None = Field(default=None, description="Run folder name (default: a timestamp).")
     resume: Path | None = Field(default=None, description="Run folder to continue.")

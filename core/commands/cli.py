@@ -11,6 +11,7 @@ read-only folder, no complete checkpoint); 130 interrupted by the user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -166,7 +167,9 @@ def _listing(args: argparse.Namespace, rows: list, table: Callable[[list], Any])
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
     else:
-        Console().print(table(rows))
+        from selfplay.core.commands.show import ReaderConsole
+
+        ReaderConsole().print(table(rows))
     return EXIT_OK
 
 
@@ -318,15 +321,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # before anything loads torch (OpenMP reads it once): see decide_threads, hardware.py
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if argv in (["--version"], ["-V"]):  # before the imports below and the plugins
+        print(f"selfplay {__version__}")
+        return EXIT_OK
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
     from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv in (["--version"], ["-V"]):  # before the parser, which loads every plugin
-        print(f"selfplay {__version__}")
-        return EXIT_OK
     err = Console(stderr=True)
     try:
         parser = build_parser()
@@ -349,8 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (`selfplay show RUN | head`): not an error of ours; point
         # stdout at nothing so that Python's flush at exit does not raise again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
 
 

@@ -121,10 +121,20 @@ def _figure(
         for k, ax in enumerate(fig.axes):
             ax.set_subplotspec(fig.add_gridspec(1, kept)[0, k])
         fig.suptitle(title, fontsize=12)
-        fig.tight_layout()
+        _tight(fig)
         png = _png(fig)
     plt.close(fig)
     return png
+
+
+def _tight(fig: Any) -> None:
+    """``tight_layout`` without its warning when long labels leave it no room: the figure is
+    drawn all the same, and the warning told a user at the end of a run nothing."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
 
 
 def _png(fig: Any) -> bytes:
@@ -256,7 +266,7 @@ def crossplay(run: RunData) -> bytes | None:
     ax.set_yticks(range(len(holders)), holders, fontsize=7)
     ax.set_title(f"{run.label}\ncross-play: mean payoff of row vs column", fontsize=10)
     fig.colorbar(image, ax=ax)
-    fig.tight_layout()
+    _tight(fig)
     png = _png(fig)
     plt.close(fig)
     return png
@@ -310,7 +320,7 @@ def before_after(runs: Sequence[RunData]) -> bytes | None:
     ax.set_title("Before and after training (the closing table)", fontsize=10)
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    _tight(fig)
     png = _png(fig)
     plt.close(fig)
     return png

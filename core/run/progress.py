@@ -208,10 +208,14 @@ class RunDisplay:
             transient=True,
         )
         self.lines: PlainLines | None = None
+        self.headed = False
 
-    def __enter__(self) -> RunDisplay:
-        if not self.enabled:
-            return self
+    def header(self) -> None:
+        """What the run is and the game's own settings, once: before the cold start, so that
+        a user sees what will run before the longest silent step."""
+        if not self.enabled or self.headed:
+            return
+        self.headed = True
         c = self.config
         self.console.print(
             f"[bold]selfplay run[/bold] game={c.game} model={c.model} opponent={c.opponent} "
@@ -225,6 +229,12 @@ class RunDisplay:
         if isinstance(c, RunConfig) and (settings := game_settings(c)):
             shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())
             self.console.print(escape(f"{c.game}'s own settings (set any to change it): {shown}"))
+
+    def __enter__(self) -> RunDisplay:
+        if not self.enabled:
+            return self
+        c = self.config
+        self.header()
         self.progress.start()
         done = self.config.resume and _done(self.folder)
         # a time limit ends the run first when the iterations would take longer

@@ -51,7 +51,7 @@ from selfplay.core.run.build import (
     check_players,
     resolve,
 )
-from selfplay.core.run.hardware import build_fabric, frozen_heap
+from selfplay.core.run.hardware import build_fabric, frozen_heap, quiet_libraries, set_threads
 from selfplay.core.run.model_setup import prepare_learner
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
@@ -104,10 +104,10 @@ class Parts:
 
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
+    quiet_libraries()
     fabric = build_fabric(config)
     fabric.launch()
-    if config.threads:
-        torch.set_num_threads(config.threads)
+    set_threads(config.threads, console.print if console is not None else None)
     return Trainer(fabric, config, console).run()
 
 
@@ -207,6 +207,8 @@ class Trainer:
         config = self.config
         found = resume.checkpoints(config.resume, self._say) if config.resume else None
         resuming = bool(found and found.complete)
+        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
+        display.header()  # before the cold start
         self.state = state = self._set_up(resuming=resuming)
         assert self.shared is not None
         if resuming:
@@ -225,7 +227,6 @@ class Trainer:
                 "--iterations is the total: pass a larger one."
             )
         iterate = Iteration(state, self.processes, self._phase, self._say)
-        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
         with display, frozen_heap():  # the collector skips what setup built (hardware.py)
             before = self._before_eval()
             rows: list[dict[str, Any]] = []

@@ -31,6 +31,7 @@ from selfplay.core.train.samples import (
     episode_samples,
     finite_advantages,
     finite_samples,
+    flat_advantages,
     invalid_return,
     nonfinite,
     recorded,
@@ -97,6 +98,7 @@ class Iteration:
             advantages = s.estimator(samples, reduce=processes.sum)
             advantages, bad_advantages = finite_advantages(advantages)
             samples, advantages = s.search.add(episodes, samples, advantages)
+            flat_advantages(iteration, advantages, processes.sum, self.say)
         if s.objective.refreshes_reference():
             s.reference.refresh()  # the reference is this iteration's starting policy
         data = IterationData(

@@ -132,6 +132,32 @@ def advantage_metrics(advantages: Sequence[float | None] | None) -> dict[str, fl
     return {"advantage_mean": sum(kept) / max(len(kept), 1)}
 
 
+def flat_advantages(
+    iteration: int,
+    advantages: Sequence[float | None] | None,
+    reduce: Callable[[Any], Any],
+    say: Callable[[str], None],
+) -> None:
+    """Say so when every sample of an iteration has advantage 0: the rewards tell its samples
+    nothing apart (every judge answer masked but one score shared by all, a group whose
+    answers all scored alike), so the policy gradient is zero and the run would learn
+    nothing while looking busy. Counted over every process, so every process agrees."""
+    import torch
+
+    if advantages is None:
+        return
+    kept = [a for a in advantages if a is not None]
+    counted = reduce(torch.tensor([len(kept), sum(a != 0 for a in kept)], dtype=torch.float64))
+    samples, moving = (int(x) for x in counted.tolist())
+    if samples and not moving:
+        say(
+            f"[yellow]iteration {iteration}: all {samples} samples have advantage 0 (their "
+            "rewards do not tell them apart, or every score was masked), so the policy "
+            "gradient is zero and nothing is learned from this iteration's rewards; "
+            "docs/troubleshooting.md says what to change.[/yellow]"
+        )
+
+
 def invalid_return(config: Any) -> float:
     """The return of an invalid attempt: ``train.invalid_reward``, else the forfeit penalty."""
     chosen = config.train.invalid_reward
