@@ -242,7 +242,7 @@ class Trainer:
                 if config.eval.every and iteration % config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
                 elif splits := iteration_splits(state.game):  # every iteration (api/tasks.py)
-                    with self._phase("held-out tasks") as told:
+                    with self._phase("held-out tasks", quiet=True) as told:
                         seed = config.seed + 7919
                         row.update(task_metrics(state.game, state.learner, config.eval.matches,
                                                 seed, progress=told, splits=splits))  # fmt: skip
