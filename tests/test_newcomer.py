@@ -268,3 +268,21 @@ def test_the_quick_start_lists_every_file_of_the_run_folder():
     quick_start = (ROOT / "README.md").read_text().split("## Commands")[0]
     for name in ("plots/", "ratings.csv", "crossplay.csv", "summary.json", "episodes.jsonl"):
         assert f"`{name}`" in quick_start, name
+
+
+# ---- 4b: README's proposer-solver-judge command on the tiny model -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("game", "template"), [("psj", "judge_rigor"), ("instruct", "judge_strict")]
+)
+def test_a_games_own_judge_template_gives_way_to_its_compact_version(game, template):
+    from selfplay.api.reward import RewardContext
+    from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
+    from selfplay.rewards.judge import Judge
+
+    made = ProposerSolverJudge() if game == "psj" else Instruct()
+    measure = lambda name, messages: (sum(len(m.content) for m in messages), 256)  # noqa: E731
+    judge = Judge(**made.reward_defaults["judge"])
+    judge.bind(RewardContext(game=made, measure=measure))
+    assert f"judging with {template}_compact" in judge.notices[0]

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^\s*```+[\w-]*\s*$")
 CUT = ["--iterations", "1", "--matches", "2", "--cold-start", "0", "--set", "eval.matches=2"]
-SAMPLED = 4  # training commands run in every test run; the others are slow
+SAMPLED = 3  # training commands run in every test run; the others are slow
 
 
 def page_commands(text: str) -> list[str]:
@@ -38,14 +38,14 @@ def page_commands(text: str) -> list[str]:
         line = lines[i]
         if FENCE.match(line):
             fenced = not fenced
-        elif (fenced or line.startswith("    ")) and re.match(r"^\s*(\$ )?selfplay\b", line):
+        elif (fenced or line.startswith("    ")) and re.match(r"^\s*(\$ )?selfplay ", line):
             command = line.strip()
             while command.endswith("\\") and i + 1 < len(lines):
                 i += 1
                 command = command[:-1].rstrip() + " " + lines[i].strip()
             found.append(command)
         elif not fenced:
-            found.extend(re.findall(r"`(selfplay\b[^`]*)`", line))
+            found.extend(re.findall(r"`(selfplay [^`]+)`", line))  # not the bare name
         i += 1
     return found
 
@@ -156,6 +156,8 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
             word = str(runs("debate"))
         elif word in ("exported/", "OUT_DIR", "OUT/"):
             word = str(tmp_path / "exported")
+        elif word == "NAME" and words[:2] == ["new", "game"]:
+            word = "my-game"
         elif word in ("steps.jsonl", "ab.html"):
             word = str(tmp_path / word)
         elif re.fullmatch(r"path/to/(local/)?hf-model", word):
