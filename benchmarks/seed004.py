@@ -92,11 +92,11 @@ def elo(seeds: list[int], skills: tuple[float, ...] = (0.8, 2.0, 3.5), matches: 
         )
 
 
-def noise(seeds: list[int], out: Path, collect: bool) -> None:
+def noise(seeds: list[int], out: Path, collect: bool, shares: tuple[float, ...] = SHARES) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if not collect:
         for seed in seeds:
-            for share in SHARES:
+            for share in shares:
                 name = f"noise{share}-seed{seed}"
                 if (out / name / "summary.json").exists():
                     continue
@@ -140,11 +140,12 @@ def main() -> None:
     parser.add_argument(
         "--matches", type=int, default=16, help="elo: decided matches per iteration"
     )
+    parser.add_argument("--shares", type=float, nargs="+", default=list(SHARES), help="noise arms")
     args = parser.parse_args()
     if args.what == "elo":
         elo(args.seeds, matches=args.matches)
     else:
-        noise(args.seeds, args.out, args.collect)
+        noise(args.seeds, args.out, args.collect, tuple(args.shares))
 
 
 if __name__ == "__main__":

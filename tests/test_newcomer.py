@@ -23,7 +23,7 @@ from selfplay.core.run.build import check_players, resolve
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.hardware import decide_threads, quiet_libraries
 from selfplay.core.run.plots import before_after, read_run
-from selfplay.core.train.samples import flat_advantages, untrained_message
+from selfplay.core.train.samples import flat_advantages, unreadable_terms, untrained_message
 from selfplay.games.instruct import Instruct
 from selfplay.monitors.hacking_monitor import HackingMonitor
 from selfplay.monitors.trajectory_filter import TrajectoryFilter
@@ -286,3 +286,12 @@ def test_a_games_own_judge_template_gives_way_to_its_compact_version(game, templ
     judge = Judge(**made.reward_defaults["judge"])
     judge.bind(RewardContext(game=made, measure=measure))
     assert f"judging with {template}_compact" in judge.notices[0]
+
+
+def test_an_iteration_whose_judge_answers_were_all_unreadable_says_so():
+    said: list[str] = []
+    row = {"reward/judge/asked": 2.0, "reward/judge/unparsable": 2.0}
+    unreadable_terms(
+        1, row | {"reward/quality/asked": 2.0, "reward/quality/unparsable": 1.0}, said.append
+    )
+    assert len(said) == 1 and "every judge answer was unreadable (2 of 2)" in said[0]

@@ -36,6 +36,7 @@ from selfplay.core.train.samples import (
     nonfinite,
     recorded,
     reference_answers,
+    unreadable_terms,
 )
 from selfplay.core.train.schedules import apply_schedules
 from selfplay.core.train.seating import seat_matches
@@ -124,6 +125,7 @@ class Iteration:
         totals = [scored.totals(ep) for ep, scored in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, processes.sum)}
         row.update(s.reward.metrics() | stats.means() | schedule)
+        unreadable_terms(iteration, row, self.say)
         row.update(s.objective.iteration_metrics() | s.search.metrics())
         row.update(s.league.after_iteration(iteration, everyone))
         row.update(void_row)

@@ -158,6 +158,21 @@ def flat_advantages(
         )
 
 
+def unreadable_terms(iteration: int, row: dict[str, Any], say: Callable[[str], None]) -> None:
+    """Say so when every answer of a judge-like reward term was unreadable this iteration:
+    its scores are masked, so that term taught nothing, whatever the other terms did."""
+    for key, asked in row.items():
+        if not (key.startswith("reward/") and key.endswith("/asked")) or not asked:
+            continue
+        term = key.split("/")[1]
+        if row.get(f"reward/{term}/unparsable") == asked:
+            say(
+                f"[yellow]iteration {iteration}: every {term} answer was unreadable "
+                f"({int(asked)} of {int(asked)}), so the {term} term scored nothing; `selfplay "
+                "show RUN_DIR --unreadable` shows them.[/yellow]"
+            )
+
+
 def invalid_return(config: Any) -> float:
     """The return of an invalid attempt: ``train.invalid_reward``, else the forfeit penalty."""
     chosen = config.train.invalid_reward
