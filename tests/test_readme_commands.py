@@ -164,7 +164,7 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
         elif re.fullmatch(r"path/to/(local/)?hf-model", word):
             word = str(hf_folder(runs("tictactoe"), tmp_path))
         elif word == "run.yaml":
-            (tmp_path / "run.yaml").write_text("game: kuhn-poker\nmatches: 2\n")
+            (tmp_path / "run.yaml").write_text("game: tictactoe\nmatches: 2\n")
             word = str(tmp_path / "run.yaml")
         out.append(word)
     if trains(command):
