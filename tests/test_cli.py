@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from selfplay.core.commands.cli import main
 
 
 def test_version(capsys):
-    assert main(["--version"]) == 0  # answered before the parser (tests/test_newcomer.py)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
     assert "selfplay 0.1.0" in capsys.readouterr().out
 
 

@@ -320,16 +320,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _nonfinite_loss() -> type[Exception]:
+    """The update's error class, imported on demand: its module loads torch, transformers
+    and peft, which `selfplay --version` and the listings never need."""
+    from selfplay.core.train.update import NonFiniteLoss
+
+    return NonFiniteLoss
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
     # before anything loads torch (OpenMP reads it once): see decide_threads, hardware.py
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    if argv in (["--version"], ["-V"]):  # before the imports below and the plugins
-        print(f"selfplay {__version__}")
-        return EXIT_OK
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
-    from selfplay.core.train.update import NonFiniteLoss
     from selfplay.plugins.registry import PluginError, UnknownName
 
     err = Console(stderr=True)
@@ -342,9 +345,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, PluginError, PluginFault, UnknownName) as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CONFIG
-    except NonFiniteLoss as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_NONFINITE
     except StorageError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         return EXIT_CHECKPOINT
@@ -357,6 +357,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except SystemExit:  # argparse's --version, --help and usage errors
+        raise
+    except _nonfinite_loss() as error:  # last: its module is imported only when matched
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return EXIT_NONFINITE
 
 
 if __name__ == "__main__":
