@@ -6,9 +6,14 @@ the learner solves problems it never trained on. A game offers this by implement
 rollout engine, greedily, and logs ``eval/{split}/accuracy`` (plus ``tasks`` and ``void``):
 
 - ``task_states(split, limit, seed)``: up to ``limit`` start states of ``split`` — ``held_out``
-  (the bank's held-out problems) or ``transfer`` (a topic never trained on) — the same ones
-  for the same seed; an empty list when the game has no such split;
-- ``task_role``: the role the learner plays in a task (``solver``);
+  (the bank's held-out problems), ``transfer`` (a topic never trained on), ``noisy`` (the
+  held-out problems with irrelevant sentences inserted, for games that inject noise) or
+  ``judge`` (labelled answers for a judge seat to rate) — the same ones for the same seed;
+  an empty list when the game has no such split;
+- ``task_role``: the role the learner plays in a task (``solver``); a game whose splits
+  are played by different roles maps them in ``task_roles`` (``{"judge": "judge"}``);
+- ``iteration_splits`` (optional): splits cheap enough to measure after every iteration, not
+  only at evaluations (a judge's agreement with held-out labels);
 - ``task_reply(state, role)``: what any other role answers when it must act in a task
   (e.g. declining a clarifying question);
 - ``task_solved(final_state)``: True or False, or None for a void task (a verifier timeout),
@@ -22,7 +27,7 @@ from typing import Protocol, runtime_checkable
 from selfplay.api.game import GameState
 from selfplay.api.types import Role
 
-TASK_SPLITS = ("held_out", "transfer")
+TASK_SPLITS = ("held_out", "transfer", "noisy", "judge")
 # A game that gives hinted retries (STaR's rationalisation) lists their turn indices in its
 # state under this key, so an objective can train a hinted answer under the un-hinted prompt.
 HINTED_TURNS = "hinted_turns"
@@ -43,6 +48,16 @@ class TaskGame(Protocol):
     def task_solved(self, state: GameState) -> bool | None:
         """Whether the finished task was solved; None for a void one."""
         ...
+
+
+def task_role_of(game: TaskGame, split: str) -> Role:
+    """The role the learner plays in ``split``'s tasks."""
+    return getattr(game, "task_roles", {}).get(split, game.task_role)
+
+
+def iteration_splits(game: object) -> tuple[str, ...]:
+    """The splits ``game`` asks to have measured after every iteration."""
+    return tuple(getattr(game, "iteration_splits", ()))
 
 
 @runtime_checkable

@@ -377,7 +377,7 @@ class RunConfig(BaseModel):
     branches: BranchConfig = Field(default_factory=BranchConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     seed: int = Field(default=0, description="Seed for every random choice of the run.")
-    threads: int = Field(default=0, ge=0, description="Torch CPU threads (0 = torch's default).")
+    threads: int = Field(default=0, ge=0, description="Torch CPU threads (0: every usable core).")
     out: Path = Field(default=Path("runs"), description="Folder under which run folders are made.")
     name: str | None = Field(default=None, description="Run folder name (default: a timestamp).")
     resume: Path | None = Field(default=None, description="Run folder to continue.")

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from selfplay.api.game import Game
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
-from selfplay.api.tasks import TASK_SPLITS, TaskGame
+from selfplay.api.tasks import TASK_SPLITS, TaskGame, task_role_of
 from selfplay.api.types import Completion, Episode, Role
 from selfplay.core.rollout import play, seatings_for
 from selfplay.core.stats import wilson
@@ -129,6 +129,7 @@ def task_metrics(
     seed: int = 0,
     name: str = "accuracy",
     progress: Callable[[int, int, int], None] | None = None,
+    splits: Sequence[str] = TASK_SPLITS,
 ) -> dict[str, float]:
     """``eval/{split}/{name}|tasks|void`` for a `TaskGame` (empty for any other game).
 
@@ -141,14 +142,14 @@ def task_metrics(
         return {}
     row: dict[str, float] = {}
     replies = _TaskReplies()
-    splits = {split: game.task_states(split, limit, seed) for split in TASK_SPLITS}
-    total, done = sum(len(states) for states in splits.values()), 0
-    for split, states in splits.items():
+    starts = {split: game.task_states(split, limit, seed) for split in splits}
+    total, done = sum(len(states) for states in starts.values()), 0
+    for split, states in starts.items():
         if not states:
             continue
+        acting = task_role_of(game, split)
         seatings = [
-            {role: policy if role == game.task_role else replies for role in game.roles}
-            for _ in states
+            {role: policy if role == acting else replies for role in game.roles} for _ in states
         ]
         seeds = [state.seed for state in states]
         told = None if progress is None else lambda d, _, r, base=done: progress(base + d, total, r)
@@ -266,20 +267,38 @@ _CELLS: tuple[Callable[[EvalResult], str], ...] = (
 
 
 def tasks_table(before: Mapping[str, float], after: Mapping[str, float]) -> Table:
-    """Greedy accuracy on the game's held-out and transfer tasks, before → after."""
+    """Greedy accuracy on the game's task splits, before → after, each with its 95% interval,
+    and the best-of-n measure (``pass@n``, ``best_of_n``) when the run asked for one."""
     table = Table(title="Tasks (greedy, never trained on)")
-    for column in ("split", "accuracy", "tasks", "void"):
+    searched = sorted({key.rsplit("/", 1)[1] for key in (*before, *after) if _is_searched(key)})
+    measures = ("accuracy", *searched)
+    for column in ("split", *measures, "tasks", "void"):
         table.add_column(column, justify="left" if column == "split" else "right")
     for split in TASK_SPLITS:
+        if f"eval/{split}/tasks" not in before and f"eval/{split}/tasks" not in after:
+            continue
         cells = []
-        for name in ("accuracy", "tasks", "void"):
+        for name in (*measures, "tasks", "void"):
             key = f"eval/{split}/{name}"
-            if key not in before and key not in after:
-                continue
-            show = "{:.2f}" if name == "accuracy" else "{:.0f}"
-            old = show.format(before[key]) if key in before else "–"
-            new = show.format(after[key]) if key in after else "–"
+            if name in measures:
+                old, new = (_rate(side, split, name) for side in (before, after))
+            else:
+                old, new = (f"{side[key]:.0f}" if key in side else "–" for side in (before, after))
             cells.append(f"{old} → {new}")
-        if cells:
-            table.add_row(split, *cells)
+        table.add_row(split, *cells)
     return table
+
+
+def _is_searched(key: str) -> bool:
+    name = key.rsplit("/", 1)[-1]
+    return key.startswith("eval/") and (name.startswith("pass@") or name.startswith("best_of_"))
+
+
+def _rate(side: Mapping[str, float], split: str, name: str) -> str:
+    """``0.40 [0.25, 0.57]``: a rate over the split's tasks with its Wilson 95% interval."""
+    key, count = f"eval/{split}/{name}", side.get(f"eval/{split}/tasks")
+    if key not in side:
+        return "–"
+    if not count:
+        return f"{side[key]:.2f}"
+    return _with_interval(side[key], _interval(round(side[key] * count), int(count)))

@@ -66,6 +66,7 @@ class Instruct(TextGame):
     move_noun = "answer"
     players: ClassVar[dict[str, Any]] = {"canned": canned_player}
     default_reward = "judge"
+    recipe = "instruct"  # no cold start, 128-token answers (recipes/instruct.py)
     reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {
         "judge": {"scope": "turn", "scale": 5, "template": "judge_strict"}
     }

@@ -29,6 +29,10 @@ of a match is the same: solver 1 when its answer passed, judge 1 when it agreed.
 
 As a `TaskGame` the judge is measured greedily on the held-out labelled items: ``eval.every``
 logs its agreement with the labels as ``eval/held_out/accuracy``.
+
+The calibration mechanism (`calibration_item`, `held_out_items`, `judge_verdict`,
+`truth_of`, `labelled_fields`) is shared with proposer-solver-judge, whose judge seat is
+trained the same way inside the three-role game.
 """
 
 from __future__ import annotations
@@ -124,8 +128,8 @@ class JudgedSolver(Game):
     task_role = JUDGE
 
     def initial(self, seed: int, rng: random.Random) -> JudgedSolverState:
-        if rng.random() < self.options.calibration:
-            return _labelled(seed, rng.choice(load_records(CALIBRATION, "train")))
+        if item := calibration_item(rng, self.options.calibration):
+            return _labelled(seed, item)
         problem: Problem = rng.choice(
             [p for topic in self.options.topics for p in load_bank(topic, "train")]
         )
@@ -151,9 +155,7 @@ class JudgedSolver(Game):
     def legal(self, state: JudgedSolverState, role: Role, action: str) -> str:
         action = action.strip()
         if role == JUDGE:
-            if action.lower() not in VERDICTS:
-                raise InvalidAction(f"the verdict is [correct] or [incorrect], not [{action}].")
-            return action.lower()
+            return judge_verdict(action)
         if not action:
             raise InvalidAction("the answer in brackets is empty; write e.g. [42].")
         return action
@@ -185,9 +187,7 @@ class JudgedSolver(Game):
 
     def truth(self, state: JudgedSolverState) -> str | None:
         """What the judge should say: the label, else the verifier's view; None if void."""
-        if state.label is not None:
-            return state.label
-        return {"pass": "correct", "fail": "incorrect"}.get(state.solver_verdict or "")
+        return truth_of(state.label, state.solver_verdict)
 
     def result(self, state: JudgedSolverState) -> Payoffs | None:
         if self.current_role(state) is not None:
@@ -213,9 +213,7 @@ class JudgedSolver(Game):
     def task_states(self, split: str, limit: int, seed: int) -> list[JudgedSolverState]:
         if split != "held_out":
             return []
-        items = list(load_records(CALIBRATION, "heldout"))
-        random.Random(f"selfplay-tasks-{seed}").shuffle(items)
-        return [_labelled(i, item) for i, item in enumerate(items[:limit])]
+        return [_labelled(i, item) for i, item in enumerate(held_out_items(limit, seed))]
 
     def task_reply(self, state: JudgedSolverState, role: Role) -> str:
         raise ValueError("judged-solver tasks start at the judge's turn; the solver never acts.")
@@ -224,16 +222,47 @@ class JudgedSolver(Game):
         return state.verdict is not None and state.verdict == state.label
 
 
+def calibration_item(rng: random.Random, share: float) -> dict[str, Any] | None:
+    """A person-labelled training item on a ``share`` of draws (none when the share is 0)."""
+    if share <= 0 or rng.random() >= share:
+        return None
+    return rng.choice(load_records(CALIBRATION, "train"))
+
+
+def held_out_items(limit: int, seed: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` held-out labelled items, the same ones for the same seed."""
+    items = list(load_records(CALIBRATION, "heldout"))
+    random.Random(f"selfplay-tasks-{seed}").shuffle(items)
+    return items[:limit]
+
+
+def judge_verdict(action: str) -> str:
+    """A judge's move, ``correct`` or ``incorrect``; anything else is an invalid move."""
+    if action.strip().lower() not in VERDICTS:
+        raise InvalidAction(f"the verdict is [correct] or [incorrect], not [{action}].")
+    return action.strip().lower()
+
+
+def truth_of(label: str | None, verifier_status: str | None) -> str | None:
+    """What a judge should say: a person's label, else the verifier's view; None if void."""
+    if label is not None:
+        return label
+    return {"pass": "correct", "fail": "incorrect"}.get(verifier_status or "")
+
+
+def labelled_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """The state fields of a match that starts at the judge's turn on a labelled item."""
+    return {
+        "problem": item["problem"],
+        "answer": item["answer"],
+        "label": item["label"],
+        "shown": item["candidate"],
+    }
+
+
 def _labelled(seed: int, item: dict[str, Any]) -> JudgedSolverState:
     """A match that starts at the judge's turn, on a person-labelled candidate answer."""
-    return JudgedSolverState(
-        seed=seed,
-        item_id=item["id"],
-        problem=item["problem"],
-        answer=item["answer"],
-        label=item["label"],
-        shown=item["candidate"],
-    )
+    return JudgedSolverState(seed=seed, item_id=item["id"], **labelled_fields(item))
 
 
 @hookimpl

@@ -18,6 +18,12 @@ can train the hinted answer under the un-hinted prompt.
 As a `TaskGame` it is measured greedily, one answer per problem, on the held-out split of its
 topics and on the percentages topic it never trains on (``eval/held_out/accuracy``,
 ``eval/transfer/accuracy``).
+
+Noise injection (seed 004): with ``noise`` above 0, that share of problems (drawn from each
+match's seed) is shown with irrelevant but plausible sentences inserted
+(selfplay.games.banks.noise); the state keeps the clean problem beside the shown one, and
+the ``noisy`` task split measures the held-out problems with noise next to the clean ones
+(``eval/noisy/accuracy``), so what the noise taught, or cost, is read on the same problems.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from selfplay.games.banks import (
     Problem,
     load_bank,
 )
+from selfplay.games.banks.noise import add_noise, noisy_version
 from selfplay.games.verified import game_verifier, reply_verdict
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -70,6 +77,21 @@ class MathSolverOptions(GameOptions):
         default_factory=dict, description="Options of the verifier, e.g. {timeout: 5}."
     )
     max_turns: int = Field(default=200, ge=1, description="Moves after which the match ends.")
+    noise: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of problems shown with irrelevant sentences inserted (seed 004's "
+        "noise injection; the clean problem is kept).",
+    )
+    noise_sentences: int = Field(
+        default=1, ge=1, le=5, description="Irrelevant sentences inserted into a noisy problem."
+    )
+    noise_eval: bool = Field(
+        default=False,
+        description="Measure the held-out problems with noise too (eval/noisy/accuracy); "
+        "always on when noise > 0.",
+    )
 
     @field_validator("levels")
     @classmethod
@@ -96,6 +118,7 @@ class MathSolverState(GameState):
     problem: str
     answer: str
     solution: str = ""
+    shown: str | None = None  # the problem as the solver reads it, when noise was inserted
     wanted: int = 1  # answers this match asks for (G; 1 in a task evaluation)
     attempts: tuple[str, ...] = ()  # accepted answers
     verdicts: tuple[str, ...] = ()  # one per turn: pass, fail, timeout, error or invalid
@@ -131,18 +154,22 @@ class MathSolver(Game):
     def initial(self, seed: int, rng: random.Random) -> MathSolverState:
         options = self.options
         if options.source == "generated" and options.split == "train":
-            return self._state(
-                seed, generated(rng.choice(options.topics), rng, options.levels), options.answers
-            )
+            problem = generated(rng.choice(options.topics), rng, options.levels)
+            return self._state(seed, problem, options.answers, noisy=True)
         bank = [
             p
             for topic in options.topics
             for p in load_bank(topic, options.split)
             if p.level in options.levels
         ]
-        return self._state(seed, rng.choice(bank), options.answers)
+        return self._state(seed, rng.choice(bank), options.answers, noisy=True)
 
-    def _state(self, seed: int, problem: Problem, wanted: int) -> MathSolverState:
+    def _state(
+        self, seed: int, problem: Problem, wanted: int, noisy: bool = False
+    ) -> MathSolverState:
+        """A match on ``problem``; with ``noisy``, noise drawn for the match's seed."""
+        opts = self.options
+        shown = noisy_version(problem.problem, seed, opts.noise, opts.noise_sentences)
         return MathSolverState(
             seed=seed,
             problem_id=problem.id,
@@ -150,6 +177,7 @@ class MathSolver(Game):
             problem=problem.problem,
             answer=problem.answer,
             solution=problem.solution,
+            shown=shown if noisy else None,
             wanted=wanted,
         )
 
@@ -167,7 +195,7 @@ class MathSolver(Game):
         )
 
     def prompt(self, state: MathSolverState, role: Role) -> list[Message]:
-        ask = ASK.format(problem=state.problem)
+        ask = ASK.format(problem=state.shown or state.problem)
         if self._hint_due(state):
             return [Message("user", HINT.format(ask=ask, answer=state.answer))]
         return [Message("user", ask)]
@@ -236,8 +264,8 @@ class MathSolver(Game):
     # ---- the TaskGame and ReferenceAnswers capabilities ------------------------------------
 
     def task_states(self, split: str, limit: int, seed: int) -> list[MathSolverState]:
-        levels = self.options.levels
-        if split == "held_out":
+        levels, opts = self.options.levels, self.options
+        if split == "held_out" or (split == "noisy" and (opts.noise > 0 or opts.noise_eval)):
             problems = [
                 p
                 for t in self.options.topics
@@ -250,7 +278,14 @@ class MathSolver(Game):
             return []
         chosen = list(problems)
         random.Random(f"selfplay-tasks-{seed}").shuffle(chosen)
-        return [self._state(i, p, wanted=1) for i, p in enumerate(chosen[:limit])]
+        states = [self._state(i, p, wanted=1) for i, p in enumerate(chosen[:limit])]
+        if split != "noisy":
+            return states
+        k = opts.noise_sentences
+        return [
+            s.model_copy(update={"shown": add_noise(s.problem, _task_rng(s.problem_id), k)})
+            for s in states
+        ]
 
     def check_answer(self, state: MathSolverState, role: Role, text: str) -> bool:
         """The AnswerCheck capability: would ``text`` pass as an answer here?"""
@@ -266,6 +301,11 @@ class MathSolver(Game):
 
     def reference_answer(self, state: MathSolverState, role: Role) -> str | None:
         return state.solution or None
+
+
+def _task_rng(key: str) -> random.Random:
+    """The noise of one evaluation problem: the same every time it is measured."""
+    return random.Random(f"selfplay-noise-task-{key}")
 
 
 def generated(topic: str, rng: random.Random, levels: list[int]) -> Problem:

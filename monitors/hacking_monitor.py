@@ -117,11 +117,27 @@ class HackingMonitor(Callback):
 
     def on_train_end(self, view: Any, result: Any) -> None:
         if self.best is None:
-            view.say(
-                f"hacking-monitor never saw the metric {self.options.metric!r}: evaluate during "
-                "training (eval.every) or name a logged metric in "
-                "callback_options.hacking-monitor.metric.",
+            view.say(self.unseen_note(view))
+
+    def unseen_note(self, view: Any) -> str:
+        """Why the metric never showed: no evaluation during training, or no such metric."""
+        metric, every = self.options.metric, view.config.eval.every
+        if not every:
+            return (
+                f"hacking-monitor never saw the metric {metric!r}: evaluate during training "
+                "(eval.every) or name a logged metric in callback_options.hacking-monitor.metric."
             )
+        if every > view.iteration:
+            return (
+                f"hacking-monitor never saw the metric {metric!r}: eval.every={every} evaluates "
+                f"after more iterations than this run trained ({view.iteration}); lower it."
+            )
+        return (
+            f"hacking-monitor never saw the metric {metric!r}, though eval.every={every}: "
+            f"{view.game.name} logs no such metric at its evaluations (only games with held-out "
+            "tasks log eval/held_out/accuracy); name one it logs in "
+            "callback_options.hacking-monitor.metric, e.g. eval/<opponent>/win_rate."
+        )
 
     # ---- pieces ----------------------------------------------------------------------------
 

@@ -4,8 +4,10 @@ A seed-based proposer game (``proposer-solver-judge``) keeps a schedule of what 
 next: the requested difficulty, the active seed pool and a pass-rate curriculum (see
 ``selfplay.games.proposers.task_schedule``). This callback updates it after every iteration
 from every process's matches, so each process's copy stays identical, logs
-``task/difficulty`` and ``task/seed_pool``, and carries the schedule's state in the run's
-checkpoints, so a resumed run asks for exactly what it would have.
+``task/difficulty``, ``task/seed_pool``, the last iteration's ``task/solver_win_rate``, the
+proposer's and the solver's Elo ratings (``task/elo/proposer``, ``task/elo/solver``) and the
+solver's expected score from them (``task/elo/solver_expects``), and carries the schedule's
+state in the run's checkpoints, so a resumed run asks for exactly what it would have.
 """
 
 from __future__ import annotations
@@ -56,8 +58,12 @@ class TaskScheduleCallback(Callback):
     def on_iteration_metrics(self, view: Any, episodes: Sequence[Any], row: dict) -> None:
         assert self.schedule is not None
         self.schedule.after_iteration(view.iteration, episodes)
-        row["task/difficulty"] = self.schedule.difficulty
-        row["task/seed_pool"] = self.schedule.active
+        metrics = getattr(self.schedule, "metrics", None)
+        if metrics is not None:
+            row.update(metrics())
+        else:  # a schedule of another game's that keeps no ratings
+            row["task/difficulty"] = self.schedule.difficulty
+            row["task/seed_pool"] = self.schedule.active
 
     def state_dict(self) -> dict[str, Any]:
         return {} if self.schedule is None else {"schedule": self.schedule.state_dict()}

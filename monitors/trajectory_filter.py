@@ -75,7 +75,15 @@ class TrajectoryFilter(Callback):
         )
 
     def on_episodes(self, view: Any, episodes: Sequence[Episode]) -> Sequence[Episode]:
-        return [episode for episode in episodes if not self.flagged(episode)]
+        kept = [episode for episode in episodes if not self.flagged(episode)]
+        if episodes and not kept:  # nothing left to train on: say it, never silently
+            view.say(
+                f"[yellow]trajectory-filter dropped every one of the {len(episodes)} matches of "
+                f"iteration {view.iteration}: nothing trains on them. Check its patterns and "
+                "blocklist (callback_options.trajectory-filter) against `selfplay show`."
+                "[/yellow]"
+            )
+        return kept
 
     def on_iteration_metrics(self, view: Any, episodes: Sequence[Episode], row: dict) -> None:
         # every process sees every process's episodes here: count them all, once

@@ -39,6 +39,7 @@ DEFAULT_PLUGINS = (
     "selfplay.core.run.trackers",
     "selfplay.monitors.builtin",
     "selfplay.recipes.tictactoe",
+    "selfplay.recipes.instruct",
     "selfplay.recipes.kuhn_poker",
     "selfplay.recipes.math",
 )

@@ -180,7 +180,10 @@ class Judge(Reward):
             return
         default = self.Options.model_fields["template"].default
         name = self.options.template or DEFAULT_TEMPLATES[(self.mode, self.scope)]
-        if self.options.template == default and f"{name}_compact" in prompts.shipped():
+        # a game's own choice (reward_defaults) is a default too: the user chose nothing
+        game = getattr(self.context, "game", None)
+        by_game = getattr(game, "reward_defaults", {}).get(self.name, {}).get("template")
+        if self.options.template in (default, by_game) and f"{name}_compact" in prompts.shipped():
             compact = prompts.load_template(f"{name}_compact")
             fits = self._measure(compact)
             if fits is not None and fits[0] + answer <= room:

@@ -1,4 +1,8 @@
-"""Tests never load whatever third-party plugins happen to be installed."""
+"""Tests never load whatever third-party plugins happen to be installed, and leave the
+process as they found it: torch's thread count and random state, Python's random state, the
+environment and the working folder are restored after every test, so that no test's result
+depends on which tests ran before it (a run with ``threads=1`` used to leave torch at one
+thread for every later test)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,29 @@ import pytest
 
 os.environ["SELFPLAY_LOAD_PLUGINS"] = ""
 os.environ.setdefault("SELFPLAY_PLOTS", "0")  # runs in tests skip their PNG plots (test_report)
+
+
+@pytest.fixture(autouse=True)
+def process_state():
+    import random
+
+    import torch
+
+    threads, torch_rng, python_rng = (
+        torch.get_num_threads(),
+        torch.get_rng_state(),
+        random.getstate(),
+    )
+    environment, folder = dict(os.environ), os.getcwd()
+    yield
+    torch.set_num_threads(threads)
+    torch.set_rng_state(torch_rng)
+    random.setstate(python_rng)
+    if dict(os.environ) != environment:
+        os.environ.clear()
+        os.environ.update(environment)
+    if os.getcwd() != folder:
+        os.chdir(folder)
 
 
 @pytest.fixture(autouse=True)

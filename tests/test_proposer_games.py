@@ -17,8 +17,10 @@ from selfplay.testing import check_game
 PROPOSAL = "Here it is. [problem: What is 2 + 3 times 4? answer: 14]"
 
 
-def run(game, proposer_texts, solver_texts):
+def run(game, proposer_texts, solver_texts, judge_texts=("[correct]",)):
     seating = {"proposer": MockPolicy(proposer_texts), "solver": MockPolicy(solver_texts)}
+    if "judge" in game.roles:
+        seating["judge"] = MockPolicy(list(judge_texts))
     (episode,) = play(game, [seating], [7])
     return episode
 
@@ -97,7 +99,7 @@ def test_held_out_and_transfer_accuracy_of_a_greedy_solver():
 
 
 def test_the_judge_game_asks_for_the_scheduled_difficulty_on_a_seed_problem():
-    game = ProposerSolverJudge()
+    game = ProposerSolverJudge({"calibration": 0})
     game.schedule.difficulty = 2.5
     state = game.reset(3)
     assert state.difficulty == 2.5 and state.seed_id.startswith(state.topic)
@@ -106,7 +108,7 @@ def test_the_judge_game_asks_for_the_scheduled_difficulty_on_a_seed_problem():
     ep = run(
         game, ["[problem: A box has 12 pens and 3 red caps. How many pens? answer: 12]"], ["[12]"]
     )
-    assert ep.outcome == {"solver": 1.0, "proposer": -1.0}
+    assert ep.outcome == {"solver": 1.0, "proposer": -1.0, "judge": 1.0}
 
 
 def _cli(game, tmp_path, *extra):

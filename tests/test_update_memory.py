@@ -165,7 +165,10 @@ def test_chunked_log_softmax_equals_one_chunk(monkeypatch):
     whole, whole_grads = scored_and_grads()
     monkeypatch.setattr(scoring, "CHUNK_ELEMENTS", 3 * 107)  # three rows of the tiny vocabulary
     chunked, grads = scored_and_grads()
-    assert torch.equal(whole.logp, chunked.logp) and torch.equal(whole.entropy, chunked.entropy)
+    # the same rows through matmuls of other shapes: equal up to rounding (about 5e-7 apart
+    # at one thread), not bit for bit
+    assert torch.allclose(whole.logp, chunked.logp, rtol=0, atol=1e-5)
+    assert torch.allclose(whole.entropy, chunked.entropy, rtol=0, atol=1e-5)
     for a, b in zip(grads, whole_grads, strict=True):
         assert torch.allclose(a, b, rtol=0, atol=1e-6)
 
@@ -185,7 +188,9 @@ def test_a_model_without_an_output_layer_is_scored_from_its_full_logits():
     expected = scoring.score(model, prompts, actions, pad_id=0)
     plain = scoring.score(Plain(), prompts, actions, pad_id=0)
     assert scoring.output_layer(Plain()) is None
-    assert torch.equal(plain.logp, expected.logp)
+    # the full logits and the cut ones go through matmuls of different shapes: at one thread
+    # they differ by about 5e-7, so equal up to rounding, not bit for bit
+    assert torch.allclose(plain.logp, expected.logp, rtol=0, atol=1e-5)
 
 
 def test_micro_batch_size_must_be_positive():

@@ -14,7 +14,9 @@ checkpoint is kept); 130 interrupted by the user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from selfplay import __version__
+from selfplay.core.commands import scaffold
 from selfplay.core.commands.export import add_export_arguments, cmd_export
 from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
@@ -181,7 +184,9 @@ def _listing(args: argparse.Namespace, rows: list, table: Callable[[list], Any])
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
     else:
-        Console().print(table(rows))
+        from selfplay.core.commands.show import ReaderConsole
+
+        ReaderConsole().print(table(rows))
     return EXIT_OK
 
 
@@ -195,40 +200,6 @@ def add_games_arguments(parser: argparse.ArgumentParser) -> None:
         "--textarena",
         action="store_true",
         help="list the TextArena games (textarena:<id>) the installed extra offers",
-    )
-
-
-TRY = {  # how to run what `selfplay new KIND` made
-    "game": "selfplay run --game {name}",
-    "objective": "selfplay run --objective {name}",
-    "reward": "selfplay run --reward outcome+{name}=0.5",
-    "sampler": "selfplay run --opponent {name}",
-}
-
-
-def cmd_new(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.scaffold import KINDS, render_plugin
-    from selfplay.core.run.progress import docs_page
-
-    folder = render_plugin(args.kind, args.name, args.dir)
-    print(f"Created {folder}. Next:")
-    # a bare name would make pip look on the package index: show a path
-    print(f"  pip install {folder if folder.is_absolute() else f'./{folder}'}")
-    print(f"  {TRY[args.kind].format(name=args.name)}")
-    print(f"The {KINDS[args.kind].word}, its README and its tests are yours to change;")
-    print(f"{docs_page('plugins.md')} guides you.")
-    return EXIT_OK
-
-
-def add_new_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "kind",
-        choices=["game", "objective", "reward", "sampler"],
-        help="what to create: a game, objective, reward or (opponent) sampler plug-in",
-    )
-    parser.add_argument("name", help="its name, lowercase kebab-case, e.g. my-duel")
-    parser.add_argument(
-        "--dir", type=Path, default=Path("."), help="folder to create selfplay-plugin-NAME in"
     )
 
 
@@ -306,9 +277,9 @@ COMMANDS = {
     "callbacks": (options_listing("callbacks"), "list the callbacks, with options", add_json),
     "recipes": (cmd_recipes, "list the named run settings (--recipe NAME)", add_json),
     "new": (
-        cmd_new,
+        scaffold.cmd_new,
         "create a plug-in from a template: new game|objective|reward|sampler NAME",
-        add_new_arguments,
+        scaffold.add_new_arguments,
     ),
     "eval": (cmd_eval, "measure a saved policy: matches or exploitability", add_eval_arguments),
     "play": (cmd_play, "play a game in the terminal against a checkpoint", add_play_arguments),
@@ -351,14 +322,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _exit_code(error: Exception) -> int | None:
+    """The exit code of an error we report in one line (None: a bug, shown whole). The
+    training errors' classes are imported only once one reaches here: their modules load
+    torch, transformers and peft, which `selfplay --version` and the listings never need."""
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
+    from selfplay.plugins.registry import PluginError, UnknownName
+
+    if isinstance(error, (ConfigError, PluginError, PluginFault, UnknownName)):
+        return EXIT_CONFIG
+    if isinstance(error, StorageError):
+        return EXIT_CHECKPOINT
     from selfplay.core.serving.rollout_client import RolloutFailure
     from selfplay.core.train.state import OutOfMemory
     from selfplay.core.train.update import NonFiniteLoss
-    from selfplay.plugins.registry import PluginError, UnknownName
 
+    codes = {NonFiniteLoss: EXIT_NONFINITE, RolloutFailure: EXIT_ROLLOUT, OutOfMemory: EXIT_MEMORY}
+    return next((code for kind, code in codes.items() if isinstance(error, kind)), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # before anything loads torch (OpenMP reads it once): see decide_threads, hardware.py
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     err = Console(stderr=True)
     try:
         parser = build_parser()
@@ -366,24 +352,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             args = parser.parse_args(["run", *(argv or [])])
         return int(args.func(args) or EXIT_OK)
-    except (ConfigError, PluginError, PluginFault, UnknownName) as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_CONFIG
-    except NonFiniteLoss as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_NONFINITE
-    except StorageError as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_CHECKPOINT
-    except RolloutFailure as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_ROLLOUT
-    except OutOfMemory as error:
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        return EXIT_MEMORY
     except KeyboardInterrupt:
         err.print("interrupted")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`selfplay show RUN | head`): not an error of ours; point
+        # stdout at nothing so that Python's flush at exit does not raise again
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except SystemExit:  # argparse's --version, --help and usage errors
+        raise
+    except Exception as error:
+        code = _exit_code(error)
+        if code is None:
+            raise
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        return code
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ The PRM data (`selfplay.core.commands.prm`) is read from ``episodes.jsonl`` alon
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,23 @@ def export_model(
     model = policy.model
     if config.lora.enabled:
         model = _lora_model(model, config, merge_lora, role, out, tokenizer)
-        if model is None:
-            return out
-    _save(model, tokenizer, out)
+    if model is not None:
+        _save(model, tokenizer, out)
+    readable(out)
     return out
+
+
+def readable(folder: Path) -> None:
+    """Every file written gets the mode the umask gives a new file (0644 under 022).
+
+    The weights file is written through a private temporary file (mode 0600) and renamed, so
+    it alone came out readable by its owner only, unlike the folder's other files.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o666 & ~umask)
 
 
 def chat_template(tokenizer: Any, include_system: bool = True) -> str:

@@ -14,6 +14,7 @@ never leaves a half-written plugin behind, and an existing folder is never overw
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -154,3 +155,36 @@ def _write(root: Path, parts: tuple[str, ...], source: Traversable, values: dict
     path.parent.mkdir(parents=True, exist_ok=True)
     text = string.Template(source.read_text(encoding="utf-8")).substitute(values)
     path.write_text(text, encoding="utf-8")
+
+
+TRY = {  # how to run what `selfplay new KIND` made
+    "game": "selfplay run --game {name}",
+    "objective": "selfplay run --objective {name}",
+    "reward": "selfplay run --reward outcome+{name}=0.5",
+    "sampler": "selfplay run --opponent {name}",
+}
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from selfplay.core.run.progress import docs_page
+
+    folder = render_plugin(args.kind, args.name, args.dir)
+    print(f"Created {folder}. Next:")
+    # a bare name would make pip look on the package index: show a path
+    print(f"  pip install {folder if folder.is_absolute() else f'./{folder}'}")
+    print(f"  {TRY[args.kind].format(name=args.name)}")
+    print(f"The {KINDS[args.kind].word}, its README and its tests are yours to change;")
+    print(f"{docs_page('plugins.md')} guides you.")
+    return 0
+
+
+def add_new_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "kind",
+        choices=["game", "objective", "reward", "sampler"],
+        help="what to create: a game, objective, reward or (opponent) sampler plug-in",
+    )
+    parser.add_argument("name", help="its name, lowercase kebab-case, e.g. my-duel")
+    parser.add_argument(
+        "--dir", type=Path, default=Path("."), help="folder to create selfplay-plugin-NAME in"
+    )

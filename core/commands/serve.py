@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -54,9 +55,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.threads < 0:
         raise ConfigError(f"--threads must be 0 or more, got {args.threads}.")
     if args.threads:
-        import torch
+        from selfplay.core.run.hardware import set_threads
 
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
     if args.stop_with_stdin:
         threading.Thread(target=_stop_at_end_of_input, name="stdin-watch", daemon=True).start()
     if args.learner:
@@ -74,7 +75,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.run()
     finally:
         service.batcher.close()
-    return 0
+    return stopped_by_signal(server)
+
+
+def stopped_by_signal(server: Server) -> int:
+    """128 + the signal that stopped uvicorn (130 for Ctrl-C), else 0.
+
+    uvicorn catches SIGINT and SIGTERM itself, shuts down and raises the signal again under
+    the handler it found; a process that inherited an ignored SIGINT (a background job, a
+    batch script) then ends normally, and the exit code would say it succeeded.
+    """
+    captured = list(getattr(server.server, "_captured_signals", []) or [])
+    if captured:
+        print("interrupted", file=sys.stderr)
+        return 128 + int(captured[0])
+    return 130 if server.server.should_exit else 0
 
 
 def build_service(source: Path, name: str | None = None, max_batch: int = 32) -> tuple[Any, str]:

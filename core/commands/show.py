@@ -34,6 +34,15 @@ OUTCOMES = ("win", "loss", "draw")
 PROMPT = "Enter: next · p: previous · NUMBER: go to · q: quit> "
 
 
+class ReaderConsole(Console):
+    """Output a reader may stop reading (``selfplay show RUN | head``): that ends the command,
+    and main() calls it a success, where rich's own handling exits with status 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 @dataclass(frozen=True)
 class Entry:
     number: int  # 1-based position in the log
@@ -77,7 +86,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         invalid=args.invalid,
         unreadable=args.unreadable,
     )
-    console = Console(highlight=False)
+    console = ReaderConsole(highlight=False)
     entries = select(load(args.source), filters)
     if not entries:
         console.print(Text(f"No match in {args.source} passes these filters."))

@@ -13,13 +13,16 @@ only on a CPU with bf16 units (AMX or AVX512-BF16); on any other it is emulated 
 than fp32, which a run is told at start-up.
 
 The process, too: while the loop runs, the garbage collector's full passes skip the objects
-that were alive when it started (`frozen_heap`).
+that were alive when it started (`frozen_heap`); `set_threads` is the one place that decides
+how many CPU threads torch uses; `quiet_libraries` silences what the libraries print on an
+ordinary run that says nothing to its user.
 """
 
 from __future__ import annotations
 
 import gc
 import importlib.util
+import logging
 import os
 import warnings
 from collections.abc import Iterator
@@ -51,12 +54,72 @@ def frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
+def decide_threads(requested: int, cores: int, load: float | None) -> tuple[int, str | None]:
+    """How many intra-op threads torch uses, and what to say at start-up about it.
+
+    ``requested`` (the config's ``threads``) wins when set; otherwise every usable core, the
+    same count on every start, so a resumed run computes as the first leg did. Measured on a
+    2-core CPU beside other work (load 8-12; benchmarks/RESULTS.md, "Thread defaults under
+    load"): a 40-step cold start took 356 s with two spinning threads, 23 s with one and
+    25 s with two passive ones: OpenMP's threads spin while they wait for work, and on cores
+    other processes keep busy a spinning thread burns the time slice its partner needs, so
+    the `selfplay` command sets ``OMP_WAIT_POLICY=PASSIVE`` before torch loads (a user's own
+    setting wins; core/commands/cli.py). When the 1-minute load already exceeds the cores, no
+    setting keeps a run near its idle time, so the run says so.
+    """
+    threads = requested or cores
+    if load is None or load <= cores:
+        return threads, None
+    return threads, (
+        f"note: this machine is busy (load {load:.1f} on {cores} usable cores): the run "
+        "shares them and will take several times its idle time. With other work running, "
+        "threads=1 leaves the other core to it."
+    )
+
+
+def set_threads(requested: int, say: Any = None) -> int:
+    """The one place a run's torch CPU threads are decided and set (see `decide_threads`)."""
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:
+        load = None
+    threads, note = decide_threads(requested, len(usable_cores()), load)
+    torch.set_num_threads(threads)
+    if note and say is not None:
+        say(note)
+    return threads
+
+
+def quiet_libraries() -> None:
+    """Leave out library output that tells a user of an ordinary run nothing.
+
+    - transformers' "Token indices sequence length is longer than the specified maximum"
+      (the tiny model reads 256 positions; a longer prompt is cut to its end on purpose,
+      core/models) and its loading bars;
+    - Lightning's deprecation warnings about its own internals;
+    - huggingface_hub's download bars (a hub model still says where it is read from).
+    Errors and warnings of our own still show.
+    """
+    logging.getLogger("transformers.tokenization_utils_base").setLevel(logging.ERROR)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # an install without transformers has no bars either
+        pass
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for module in ("lightning", "lightning_fabric", "lightning_utilities", "pytorch_lightning"):
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=module)
+    warnings.filterwarnings("ignore", message=r".*is deprecated.*", module=r"lightning.*")
+
+
 def build_fabric(config: RunConfig) -> L.Fabric:
     hw = config.hardware
     accelerator = hw.accelerator
     if accelerator == "auto":
         accelerator = "cuda" if torch.cuda.is_available() else "cpu"
     strategy: Any = hw.strategy
+    check_strategy(hw.strategy)
     if is_deepspeed(hw.strategy):
         _check_deepspeed(hw.strategy, accelerator)
     _check_available(accelerator, hw.devices)  # after the settings' own mistakes
@@ -74,6 +137,29 @@ def build_fabric(config: RunConfig) -> L.Fabric:
         strategy=strategy,
         precision=hw.precision,
     )
+
+
+# what a run's loop supports: one process, DDP's forms, DeepSpeed ZeRO 1 and 2
+STRATEGIES = ("auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_find_unused_parameters_true")
+
+
+def check_strategy(strategy: str) -> None:
+    """Name a strategy the run cannot use, and what to use, before Lightning raises."""
+    if strategy in STRATEGIES or is_deepspeed(strategy):
+        return  # DeepSpeed's own checks follow (_check_deepspeed)
+    choices = f"{', '.join(STRATEGIES)}, deepspeed_stage_1 or deepspeed_stage_2"
+    if "fsdp" in strategy:
+        raise ConfigError(
+            f"--strategy {strategy} is not supported: FSDP shards every weight across "
+            "processes, and checkpoints, pool snapshots and the KL reference read whole "
+            f"weights; use ddp, or deepspeed_stage_2 to shard optimizer state and gradients. "
+            f"Strategies a run takes: {choices}."
+        )
+    import difflib
+
+    close = difflib.get_close_matches(strategy, [*STRATEGIES, "deepspeed_stage_2"], n=1)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    raise ConfigError(f"--strategy {strategy!r} is not a strategy a run takes: {choices}.{hint}")
 
 
 def _check_available(accelerator: str, devices: int) -> None:
@@ -150,7 +236,7 @@ def cpu_bf16_message(precision: str) -> str:
 def thread_split(config: RunConfig) -> tuple[int, int]:
     """(the trainer's torch threads, each local rollout worker's), one place for both.
 
-    Without rollout workers the trainer takes ``threads`` (0: torch's default). With N
+    Without rollout workers the trainer takes ``threads`` (0: every usable core). With N
     workers the cores this process may use are shared: each worker takes
     ``rollout.worker_threads`` (0: an equal share) and the trainer ``threads`` (0: what is
     left, at least one).

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.stats import wilson
 
 INSTALL = 'pip install "selfplay-rl[report]"'
 COUNTERS = {"asked", "unparsable", "stripped", "copies", "passed", "error", "checked"}
@@ -32,6 +33,7 @@ class RunData:
     label: str
     columns: dict[str, list[float]] = field(default_factory=dict)
     crossplay: list[dict[str, str]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)  # summary.json: the closing table
 
     def series(self, key: str) -> tuple[list[float], list[float]]:
         """(iterations, values) of ``key`` where it has a value."""
@@ -63,7 +65,12 @@ def read_run(path: Path, label: str | None = None) -> RunData:
     if (path / "crossplay.csv").is_file():
         with (path / "crossplay.csv").open(newline="", encoding="utf-8") as handle:
             crossplay = list(csv.DictReader(handle))
-    return RunData(path, label or path.name, columns, crossplay)
+    summary = {}
+    if (path / "summary.json").is_file():
+        import json
+
+        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    return RunData(path, label or path.name, columns, crossplay, summary)
 
 
 def _number(text: str | None) -> float:
@@ -114,10 +121,20 @@ def _figure(
         for k, ax in enumerate(fig.axes):
             ax.set_subplotspec(fig.add_gridspec(1, kept)[0, k])
         fig.suptitle(title, fontsize=12)
-        fig.tight_layout()
+        _tight(fig)
         png = _png(fig)
     plt.close(fig)
     return png
+
+
+def _tight(fig: Any) -> None:
+    """``tight_layout`` without its warning when long labels leave it no room: the figure is
+    drawn all the same, and the warning told a user at the end of a run nothing."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
 
 
 def _png(fig: Any) -> bytes:
@@ -251,13 +268,75 @@ def crossplay(run: RunData) -> bytes | None:
     ax.set_yticks(range(len(holders)), holders, fontsize=7)
     ax.set_title(f"{run.label}\ncross-play: mean payoff of row vs column", fontsize=10)
     fig.colorbar(image, ax=ax)
-    fig.tight_layout()
+    _tight(fig)
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def before_after(runs: Sequence[RunData]) -> bytes | None:
+    """The closing table as a figure: each rate before (hollow) and after (filled) training,
+    with its 95% interval, one row per opponent's rate or task split."""
+    rows: list[tuple[str, list[tuple[float, float, float]]]] = []
+    for run in runs:
+        prefix = f"{run.label}: " if len(runs) > 1 else ""
+        for name in run.summary.get("after", {}):
+            for rate, interval in (
+                ("win_rate", "win_interval"),
+                ("non_loss_rate", "non_loss_interval"),
+            ):
+                points = [
+                    (side[name][rate], *side[name][interval])
+                    for side in (run.summary.get("before", {}), run.summary["after"])
+                    if name in side
+                ]
+                rows.append(
+                    (f"{prefix}{name} {rate.removesuffix('_rate').replace('_', '-')}", points)
+                )
+        tasks = (run.summary.get("tasks_before", {}), run.summary.get("tasks_after", {}))
+        for key in sorted(tasks[1]):
+            if key.endswith("/accuracy"):
+                points = []
+                for side in tasks:
+                    n = int(side.get(key.replace("/accuracy", "/tasks"), 0))
+                    if key in side and n:
+                        points.append((side[key], *wilson(round(side[key] * n), n)))
+                rows.append((f"{prefix}{key.split('/')[1]} accuracy", points))
+    rows = [row for row in rows if row[1]]
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.38 * len(rows)))
+    for y, (_, points) in enumerate(reversed(rows)):
+        for k, (value, low, high) in enumerate(points):
+            last = k == len(points) - 1
+            color, face = ("C1", "C1") if last else ("C0", "white")
+            label = ("after" if last else "before") if y == 0 else None
+            error = [[value - low], [high - value]]
+            ax.errorbar(
+                value,
+                y + (0.12 if last else -0.12),
+                xerr=error,
+                fmt="o",
+                color=color,
+                mfc=face,
+                capsize=3,
+                label=label,
+            )
+    ax.set_yticks(range(len(rows)), [name for name, _ in reversed(rows)], fontsize=8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("rate (95% interval)")
+    ax.set_title("Before and after training (the closing table)", fontsize=10)
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=7, loc="best")
+    _tight(fig)
     png = _png(fig)
     plt.close(fig)
     return png
 
 
 FIGURES: dict[str, Callable[[Sequence[RunData]], bytes | None]] = {
+    "before_after": before_after,
     "win_rates": win_rates,
     "rewards": rewards,
     "training": training,

@@ -213,10 +213,14 @@ class RunDisplay:
             transient=True,
         )
         self.lines: PlainLines | None = None
+        self.headed = False
 
-    def __enter__(self) -> RunDisplay:
-        if not self.enabled:
-            return self
+    def header(self) -> None:
+        """What the run is and its recipe's settings, once: before the cold start, so that
+        a user sees what will run before the longest silent step."""
+        if not self.enabled or self.headed:
+            return
+        self.headed = True
         c = self.config
         estimator = f"estimator={c.estimator} " if _uses_advantages(c.objective) else ""
         self.console.print(
@@ -235,6 +239,12 @@ class RunDisplay:
             )
         for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
             self.console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+    def __enter__(self) -> RunDisplay:
+        if not self.enabled:
+            return self
+        c = self.config
+        self.header()
         self.progress.start()
         done = self.config.resume and _done(self.folder)
         # a time limit ends the run first when the iterations would take longer

@@ -5,6 +5,8 @@ metrics.csv       one row per iteration
 episodes.jsonl    every match, one JSON line each
 checkpoints/      resumable state (see core/run/checkpoint.py)
 tensorboard/      the same metrics for TensorBoard
+summary.json      the closing evaluation, before and after training (summary.txt: its tables)
+plots/            the run's figures (core/run/plots.py); ratings.csv, crossplay.csv: the league
 trackers.json     W&B / MLflow run ids, with ``--logger wandb`` or ``mlflow`` (core/run/trackers.py)
 
 A write that fails (a full disk, a read-only folder) raises a StorageError naming the file
@@ -47,6 +49,37 @@ class RunFolder:
     @property
     def config(self) -> Path:
         return self.path / "config.yaml"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
+    def write_summary(
+        self, before: dict[str, Any], after: dict[str, Any], tasks_before: Any, tasks_after: Any
+    ) -> None:
+        """The closing table as data (``summary.json``) and as printed (``summary.txt``)."""
+        import io
+        import json
+
+        from rich.console import Console
+
+        from selfplay.core.evaluate import summary_table, tasks_table
+
+        data = {
+            "before": {name: vars(result) for name, result in before.items()},
+            "after": {name: vars(result) for name, result in after.items()},
+            "tasks_before": dict(tasks_before or {}),
+            "tasks_after": dict(tasks_after or {}),
+        }
+        text = io.StringIO()
+        console = Console(file=text, width=100, color_system=None)
+        if tasks_before or tasks_after:
+            console.print(tasks_table(tasks_before or {}, tasks_after or {}))
+        if before or after:
+            console.print(summary_table(before, after))
+        with writing(self.summary):
+            self.summary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            self.summary.with_suffix(".txt").write_text(text.getvalue(), encoding="utf-8")
 
     def write_config(self, config: RunConfig) -> None:
         with writing(self.config):

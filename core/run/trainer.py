@@ -34,8 +34,9 @@ from selfplay.api.policy import Policy
 from selfplay.api.reward import RewardContext
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.tasks import iteration_splits
 from selfplay.core.config import RunConfig
-from selfplay.core.evaluate import EvalResult, evaluate
+from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
@@ -50,7 +51,14 @@ from selfplay.core.run.build import (
     build_sampler,
     check_players,
 )
-from selfplay.core.run.hardware import build_fabric, core_split, frozen_heap, thread_split
+from selfplay.core.run.hardware import (
+    build_fabric,
+    core_split,
+    frozen_heap,
+    quiet_libraries,
+    set_threads,
+    thread_split,
+)
 from selfplay.core.run.model_setup import prepare_learner
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
@@ -106,11 +114,11 @@ class Parts:
 
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
+    quiet_libraries()
     fabric = build_fabric(config)
     fabric.launch()
     threads, worker_threads = thread_split(config)
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads, console.print if console is not None else None)
     split = core_split(config)  # before the trainer keeps to its own cores
     if split is not None:  # local rollout workers: the trainer keeps to cores of its own
         os.sched_setaffinity(0, split[0])
@@ -237,6 +245,8 @@ class Trainer:
         config = self.config
         found = resume.checkpoints(config.resume, self._say) if config.resume else None
         resuming = bool(found and found.complete)
+        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
+        display.header()  # before the cold start
         self.state = state = self._set_up(resuming=resuming)
         assert self.shared is not None
         if resuming:
@@ -258,7 +268,6 @@ class Trainer:
         self.rollouts = Rollouts(state, self.processes, self._phase, self._say, sync)
         self.rollouts.start(version=start)  # served: the servers get the weights we start from
         iterate = Iteration(state, self.processes, self._phase, self._say, self.rollouts)
-        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
         with display, frozen_heap():  # the collector skips what setup built (hardware.py)
             before = self._before_eval()
             rows: list[dict[str, Any]] = []
@@ -273,6 +282,15 @@ class Trainer:
                 row = played.row
                 if config.eval.every and iteration % config.eval.every == 0:
                     row.update(self._eval_metrics(self.evaluate()))
+                elif splits := iteration_splits(state.game):  # every iteration (api/tasks.py)
+                    with self._phase("held-out tasks", quiet=True) as told:
+                        seed = config.seed + 7919
+                        limit = config.eval.matches
+                        row.update(
+                            task_metrics(
+                                state.game, state.learner, limit, seed, progress=told, splits=splits
+                            )
+                        )
                 for _, callback in state.callbacks:
                     callback.on_iteration_metrics(state.view, played.episodes, row)
                 row["elapsed_seconds"] = time.perf_counter() - self.started
@@ -288,8 +306,10 @@ class Trainer:
                     callback.on_iteration_end(state.view, row)
                 if last:
                     break
-            after = self.evaluate()
-            display.summary(before, after, state.progress.before_tasks, self._task_metrics())
+            after, tasks = self.evaluate(), self._task_metrics()
+            display.summary(before, after, state.progress.before_tasks, tasks)
+            if self.folder:
+                self.folder.write_summary(before, after, state.progress.before_tasks, tasks)
             if message := untrained_message(rows, self.folder and self.folder.path):
                 self._say(f"[yellow]{escape(message)}[/yellow]")
         if self.folder:

@@ -33,10 +33,12 @@ from selfplay.core.train.samples import (
     episode_samples,
     finite_advantages,
     finite_samples,
+    flat_advantages,
     invalid_return,
     nonfinite,
     recorded,
     reference_answers,
+    unreadable_terms,
 )
 from selfplay.core.train.schedules import apply_schedules
 from selfplay.core.train.state import OutOfMemory, Processes, RunState, out_of_memory
@@ -96,6 +98,7 @@ class Iteration:
             advantages = s.estimator(samples, reduce=processes.sum)
             advantages, bad_advantages = finite_advantages(advantages)
             samples, advantages = s.search.add(episodes, samples, advantages)
+            flat_advantages(iteration, advantages, processes.sum, self.say)
         if s.objective.refreshes_reference():
             s.reference.refresh()  # the reference is this iteration's starting policy
         data = IterationData(
@@ -124,6 +127,7 @@ class Iteration:
         totals = [scored.totals(ep) for ep, scored in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, processes.sum)}
         row.update(s.reward.metrics() | stats.means() | schedule)
+        unreadable_terms(iteration, row, self.say)
         with blame(f"Objective {config.objective!r}, reporting its iteration metrics,"):
             row.update(s.objective.iteration_metrics() | s.search.metrics())
         row.update(s.league.after_iteration(iteration, everyone))

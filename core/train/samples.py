@@ -132,6 +132,47 @@ def advantage_metrics(advantages: Sequence[float | None] | None) -> dict[str, fl
     return {"advantage_mean": sum(kept) / max(len(kept), 1)}
 
 
+def flat_advantages(
+    iteration: int,
+    advantages: Sequence[float | None] | None,
+    reduce: Callable[[Any], Any],
+    say: Callable[[str], None],
+) -> None:
+    """Say so when every sample of an iteration has advantage 0: the rewards tell its samples
+    nothing apart (every judge answer masked but one score shared by all, a group whose
+    answers all scored alike), so the policy gradient is zero and the run would learn
+    nothing while looking busy. Counted over every process, so every process agrees."""
+    import torch
+
+    if advantages is None:
+        return
+    kept = [a for a in advantages if a is not None]
+    counted = reduce(torch.tensor([len(kept), sum(a != 0 for a in kept)], dtype=torch.float64))
+    samples, moving = (int(x) for x in counted.tolist())
+    if samples and not moving:
+        say(
+            f"[yellow]iteration {iteration}: all {samples} samples have advantage 0 (their "
+            "rewards do not tell them apart, or every score was masked), so the policy "
+            "gradient is zero and nothing is learned from this iteration's rewards; "
+            "docs/troubleshooting.md says what to change.[/yellow]"
+        )
+
+
+def unreadable_terms(iteration: int, row: dict[str, Any], say: Callable[[str], None]) -> None:
+    """Say so when every answer of a judge-like reward term was unreadable this iteration:
+    its scores are masked, so that term taught nothing, whatever the other terms did."""
+    for key, asked in row.items():
+        if not (key.startswith("reward/") and key.endswith("/asked")) or not asked:
+            continue
+        term = key.split("/")[1]
+        if row.get(f"reward/{term}/unparsable") == asked:
+            say(
+                f"[yellow]iteration {iteration}: every {term} answer was unreadable "
+                f"({int(asked)} of {int(asked)}), so the {term} term scored nothing; `selfplay "
+                "show RUN_DIR --unreadable` shows them.[/yellow]"
+            )
+
+
 def invalid_return(config: Any) -> float:
     """The return of an invalid attempt: ``train.invalid_reward``, else the forfeit penalty."""
     chosen = config.train.invalid_reward
@@ -216,7 +257,39 @@ def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None
             f"{show[:-1]} --unreadable`. A judge model must answer in the asked form "
             '("Score: N"); the tiny model cannot: judge with a larger one.'
         )
+    if cause := _nothing_kept(rows):
+        return f"0 samples trained: {cause} — see {show}."
     return f"0 samples trained: no learner turn got a score — see {show}."
+
+
+def _nothing_kept(rows: Sequence[dict[str, Any]]) -> str | None:
+    """Why an objective that keeps or pairs samples (sft, dpo) trained on none of them."""
+
+    def total(key: str) -> int:
+        return int(sum(float(r.get(key) or 0) for r in rows))
+
+    if any("sft/kept" in r for r in rows) and not total("sft/kept"):
+        return (
+            "turns were scored, but the sft objective kept none of them (objective_options.keep: "
+            "pass keeps returns above threshold, 0 by default; no answer passed). Lower "
+            "objective_options.threshold, keep the best with keep=top-k, or start from a "
+            "longer cold start"
+        )
+    if any("pairs/formed" in r for r in rows) and not total("pairs/formed"):
+        counts = ", ".join(
+            f"{total(f'pairs/{k}')} {what}"
+            for k, what in (
+                ("ties", "prompts whose answers all scored the same"),
+                ("singletons", "with one answer"),
+                ("below_margin", "apart by less than the margin"),
+            )
+        )
+        return (
+            f"turns were scored, but the dpo objective formed no preference pair ({counts}). "
+            "Give each prompt more answers (game_options.answers), a reward that tells them "
+            "apart, or a smaller objective_options.margin"
+        )
+    return None
 
 
 def check_scored(

@@ -6,6 +6,13 @@
     solve    the solver answers [42], or asks a clarifying question [ask: ...] (at most
              max_questions), which the proposer answers [reply: ...] or [decline]s
 
+Noise injection (seed 004): with ``noise`` above 0, that share of matches (drawn from each
+match's seed) shows the solver the problem with an irrelevant sentence inserted
+(selfplay.games.banks.noise); the state keeps the clean problem (``problem``) beside it
+(``noisy_problem``), the proposer's own check and replies read the clean one, and the
+``noisy`` split of the task evaluation measures the solver on the held-out problems with
+noise, next to the clean ``held_out`` split.
+
 Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An invalid problem (the
 proposer fails its own check) ends the match at once: the proposer gets
 ``invalid_problem_payoff`` (−1) and the solver 0, as the solver never played; the game is
@@ -30,6 +37,7 @@ from pydantic import Field, model_validator
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
+from selfplay.games.banks.noise import add_noise, noisy_version
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
@@ -43,7 +51,7 @@ from selfplay.games.verified import game_verifier, reply_verdict
 ROLES = ("proposer", "solver")
 REPLY: ContextVar[str | None] = ContextVar("proposer_solver_reply", default=None)
 VOID = ("timeout", "error")
-Phase = Literal["propose", "check", "solve", "reply", "done"]
+Phase = Literal["propose", "check", "solve", "reply", "judge", "done"]
 DECLINE = ("decline", "pass", "no comment")
 ASK = re.compile(r"\s*ask\s*:", re.IGNORECASE)
 CHECK_RULES = (
@@ -66,16 +74,35 @@ class ProposerSolverOptions(GameOptions):
     verifier_options: dict[str, Any] = Field(
         default_factory=dict, description="Options of the verifier, e.g. {timeout: 5}."
     )
+    noise: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of matches whose problem the solver sees with irrelevant sentences "
+        "inserted (seed 004's noise injection; the clean problem is kept).",
+    )
+    noise_sentences: int = Field(
+        default=1, ge=1, le=5, description="Irrelevant sentences inserted into a noisy problem."
+    )
+    noise_eval: bool = Field(
+        default=False,
+        description="Measure the held-out problems with noise too (eval/noisy/accuracy); "
+        "always on when noise > 0.",
+    )
 
     @model_validator(mode="after")
     def _room(self) -> ProposerSolverOptions:
-        needed = 3 + 2 * self.max_questions
+        needed = 3 + 2 * self.max_questions + self.judge_moves()
         if self.max_turns < needed:
             raise ValueError(
                 f"max_turns={self.max_turns} is too few for max_questions={self.max_questions}; "
                 f"a full match takes {needed} moves: raise max_turns or lower max_questions."
             )
         return self
+
+    def judge_moves(self) -> int:
+        """Moves a judge seat adds to a full match (proposer-solver-judge: 1)."""
+        return 0
 
 
 class ProposerSolverState(GameState):
@@ -85,6 +112,7 @@ class ProposerSolverState(GameState):
     seed_answer: str
     phase: Phase = "propose"
     problem: str | None = None
+    noisy_problem: str | None = None  # what the solver reads, when noise was injected
     answer: str | None = None
     self_answer: str | None = None
     self_verdict: str | None = None
@@ -165,7 +193,7 @@ class ProposerSolverGame(Game):
         return [Message("system", self.solver_rules(state)), Message("user", self._task(state))]
 
     def _task(self, state: ProposerSolverState) -> str:
-        lines = [f"Problem: {state.problem}"]
+        lines = [f"Problem: {state.noisy_problem or state.problem}"]
         for question, reply in state.questions:
             lines.append(f"You asked: {question}\nProposer: {reply or '(declined to answer)'}")
         return "\n".join(lines)
@@ -191,7 +219,10 @@ class ProposerSolverGame(Game):
         if state.phase == "propose":
             problem, answer = parse_proposal(action)
             phase = "check" if self.options.validity_check else "solve"
-            return state.model_copy(update={"problem": problem, "answer": answer, "phase": phase})
+            opts = self.options
+            noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
+            update = {"problem": problem, "answer": answer, "phase": phase, "noisy_problem": noisy}
+            return state.model_copy(update=update)
         if state.phase == "check":
             verdict = self.verify(action, state.answer)
             phase = "solve" if verdict == "pass" else "done"
@@ -260,14 +291,22 @@ class ProposerSolverGame(Game):
     # ---- held-out evaluation -----------------------------------------------------------------
 
     def task_states(self, split: str, limit: int, seed: int) -> list[ProposerSolverState]:
-        """Bank problems of ``split`` set up for the solver (the proposer's part skipped)."""
+        """Bank problems of ``split`` set up for the solver (the proposer's part skipped);
+        ``noisy`` is the ``held_out`` problems with noise, when the game injects any."""
+        opts = self.options
         if split == "transfer":
             problems = load_bank(TRANSFER_TOPIC, "transfer")
-        elif split == "held_out":
+        elif split == "held_out" or (split == "noisy" and (opts.noise > 0 or opts.noise_eval)):
             problems = [p for t in self.train_topics for p in load_bank(t, "held_out")]
         else:
             return []
-        return [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
+        states = [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
+        if split != "noisy":
+            return states
+        return [
+            s.model_copy(update={"noisy_problem": noisy_problem(s.problem or "", s.seed, opts)})
+            for s in states
+        ]
 
     def _solver_start(self, problem: Problem, index: int) -> ProposerSolverState:
         return self.State(
@@ -288,6 +327,11 @@ class ProposerSolverGame(Game):
     def task_solved(self, state: ProposerSolverState) -> bool | None:
         """Void tasks (verifier timeout or error) are None: counted, left out of accuracy."""
         return None if state.void is not None else state.verdict == "pass"
+
+
+def noisy_problem(problem: str, key: int | str, opts: Any) -> str:
+    """``problem`` with noise always inserted, the same for the same key (evaluation)."""
+    return add_noise(problem, random.Random(f"selfplay-noise-task-{key}"), opts.noise_sentences)
 
 
 def _void(verdict: str, step: str) -> str | None:
