@@ -106,3 +106,26 @@ def test_foreach_adamw_steps_as_the_per_tensor_loop():
     assert not torch.equal(weights[True], torch.cat(
         [p.detach().flatten() for p in build_tiny(seed=0)[0].parameters()]
     ))  # fmt: skip
+
+
+def test_freed_memory_goes_back_between_backward_passes():
+    """``release`` (malloc_trim in a run) runs after every backward pass of a step but its
+    last (the update's end trims that one), and never inside a pass."""
+    model = build_tiny(seed=0)[0]
+    objective = PolicyGradient()
+    objective.bind(TrainSettings())
+    data = samples(12)
+    items = objective.prepare(IterationData(data, [s.reward for s in data]))
+    events: list[str] = []
+
+    def backward(loss: torch.Tensor) -> None:
+        events.append("backward")
+        loss.backward()
+
+    updater = Updater(
+        model, torch.optim.AdamW(model.parameters(), lr=1e-3), objective, 0, backward=backward,
+        clip_gradients=lambda m, o, max_norm: torch.nn.utils.clip_grad_norm_(m.parameters(), 1),
+        micro_batch_size=2, release=lambda: events.append("release"),
+    )  # fmt: skip
+    updater.update(items, torch.Generator().manual_seed(0), minibatches=2)
+    assert events == (["backward", "release"] * 2 + ["backward"]) * 2

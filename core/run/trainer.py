@@ -207,6 +207,8 @@ class Trainer:
             say=self._say,
             reset_optimizer=self._reset_optimizer,
         )
+        if config.hardware.malloc_trim:
+            ready.updater.release = self.processes.release  # between backward passes
         return RunState(
             config=config,
             game=parts.game,

@@ -150,7 +150,9 @@ class Processes:
     memory climbs through an update of many micro-batches. ``updating()`` makes blocks of
     4 MB and more go straight back to the system while the update runs (``mallopt``'s mmap
     threshold, set back to glibc's largest after it), and ``release()`` hands back what is
-    left free (``malloc_trim``), once after each rollout and each update.
+    left free (``malloc_trim``), after each rollout, each update and each of an update's
+    backward passes but the last (blocks under 4 MB, a small model's activations, are what
+    climbs: SmolLM2-135M under LoRA gained 50 MB a micro-batch of one row without it).
     """
 
     def __init__(self, fabric: Any, trim: bool = False) -> None:

@@ -115,6 +115,8 @@ class Updater:
     # sampled tokens, measured on the update's first micro-batch (None: not measured)
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
+    # hands what a backward pass freed back to the system before the next one (malloc_trim)
+    release: Callable[[], None] | None = None
 
     def update(
         self, items: Sequence[Any], generator: torch.Generator, minibatches: int
@@ -160,6 +162,8 @@ class Updater:
                     return
                 self.backward(result.loss * (share * scale))
             parts.append((result, share))
+            if self.release is not None and k < len(passes) - 1:
+                self.release()
         self.nonfinite_streak = 0
         norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
         self.optimizer.step()
