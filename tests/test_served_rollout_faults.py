@@ -18,6 +18,7 @@ pytest.importorskip("starlette")
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.serve import Server
 from selfplay.core.models.tiny import load_tiny_policy
+from selfplay.core.run import trainer
 from selfplay.core.serving import local_workers
 from selfplay.core.serving.server import ChatService, create_app
 
@@ -160,8 +161,12 @@ def test_a_trainer_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
     ],
 )
 def test_what_served_rollouts_do_not_support_is_refused_before_any_work(
-    tmp_path, capsys, args, said
+    tmp_path, capsys, monkeypatch, args, said
 ):
+    def launched(*_: object) -> None:  # Fabric starts the other processes: too late to refuse
+        raise AssertionError("refused only after the training processes were built")
+
+    monkeypatch.setattr(trainer, "build_fabric", launched)
     assert selfplay(tmp_path, "x", "--rollout-workers", "1", *args) == 2
     assert said in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "x").exists()

@@ -115,6 +115,9 @@ class Parts:
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     quiet_libraries()
+    # before Fabric launches the other processes (they rerun this command: a refusal there
+    # would come once per process, and under pytest a whole test session per process)
+    check_served(resolve(config))
     fabric = build_fabric(config)
     fabric.launch()
     threads, worker_threads = thread_split(config)
