@@ -61,7 +61,8 @@ def documented() -> list[str]:
 
 # why a command cannot run here; the first rule that matches decides
 SKIPS: tuple[tuple[str, str], ...] = (
-    (r"\.\.\.|\[RUN_DIR|\|CHECKPOINT|<", "a synopsis or an elided command, not one to run"),
+    (r"\.\.\.|\[RUN_DIR|\|CHECKPOINT|<|\w\|\w", "a synopsis or an elided command, not one to run"),
+    (r"[─│┌└→]", "a line of a diagram"),
     (r"^selfplay (show|report|serve|export|eval|play|new game)$", "the command's name in prose"),
     (
         r"--game (xyz|my-duel)|scripted:perfect|--as second|quick-win",
@@ -164,8 +165,8 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
             word = str(runs("debate"))
         elif word in ("exported/", "OUT_DIR", "OUT/"):
             word = str(tmp_path / "exported")
-        elif word == "NAME" and words[:2] == ["new", "game"]:
-            word = "my-game"
+        elif word == "NAME" and words[0] == "new":
+            word = f"my-{words[1]}"
         elif word == "NAME" and out[-1:] == ["--recipe"]:
             word = "tictactoe"
         elif word in ("steps.jsonl", "ab.html"):
