@@ -166,8 +166,8 @@ class HardwareConfig(BaseModel):
     strategy: str = Field(default="auto", description="auto, ddp, deepspeed_stage_2, ...")
     malloc_trim: bool = Field(
         default=True,
-        description="After each rollout and update, hand memory freed back to the system "
-        "(glibc's malloc_trim; other C libraries: nothing happens).",
+        description="Hand freed memory back to the system when glibc keeps over 256 MB free "
+        "(malloc_trim; checked after rollouts, updates, backward passes; not glibc: nothing).",
     )
     precision: str = Field(default="32-true", description="32-true, bf16-mixed, bf16-true, ...")
 

@@ -115,7 +115,7 @@ class Updater:
     # sampled tokens, measured on the update's first micro-batch (None: not measured)
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
-    # hands what a backward pass freed back to the system before the next one (malloc_trim)
+    # after each backward pass but the last: hands freed memory back (Processes.release)
     release: Callable[[], None] | None = None
 
     def update(
