@@ -13,6 +13,11 @@ from selfplay.core.train import state
 class FakeGlibc:
     def __init__(self, free: int) -> None:
         self.free, self.trims = free, 0
+        self.mallopts: list[tuple[int, int]] = []
+
+    def mallopt(self, parameter: int, value: int) -> int:
+        self.mallopts.append((parameter, value))
+        return 1
 
     def malloc_trim(self, pad: int) -> int:
         self.trims += 1
@@ -38,6 +43,21 @@ def test_free_heap_goes_back_only_beyond_what_glibc_may_keep():
     with run.updating():
         pass
     assert beyond.trims == 2
+
+
+def test_the_mmap_threshold_is_lowered_only_in_an_update_of_several_passes():
+    glibc = FakeGlibc(0)
+    run = processes(glibc)
+    with run.updating():  # one backward pass: nothing between passes
+        pass
+    assert glibc.mallopts == []
+    with run.updating():
+        run.release()  # between the first and second pass, and the second and third
+        run.release()
+    lowered = (state.M_MMAP_THRESHOLD, state.UPDATE_MMAP_THRESHOLD)
+    assert glibc.mallopts == [lowered, (state.M_MMAP_THRESHOLD, state.LARGEST_MMAP_THRESHOLD)]
+    run.release()  # after a rollout
+    assert len(glibc.mallopts) == 2
 
 
 def test_without_malloc_trim_nothing_is_called():
