@@ -92,8 +92,10 @@ def evaluate(
     matches: int = 100,
     seed: int = 0,
     progress: Callable[[int, int, int], None] | None = None,
+    roles: Sequence[Role] | None = None,
 ) -> dict[str, EvalResult]:
-    """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats.
+    """``policy`` (greedy) against each scripted player, ``matches`` matches each, all seats
+    (``roles``: only those, for a learner that plays some roles).
 
     A game with one role has no opponent to face: it is measured by its tasks
     (`task_metrics`), and evaluates against nobody unless ``opponents`` names players.
@@ -111,7 +113,9 @@ def evaluate(
         raise ValueError(f"matches must be at least 1, got {matches}.")
     seeds = eval_seeds(game, matches, seed)
     seatings = [
-        s for name in names for s in seatings_for(game, policy, ScriptedPolicy(name), matches)
+        s
+        for name in names
+        for s in seatings_for(game, policy, ScriptedPolicy(name), matches, roles)
     ]
     # One call for all opponents: the policy answers every waiting match in one batch.
     episodes = play(game, seatings, seeds * len(names), greedy=True, progress=progress)

@@ -245,15 +245,18 @@ def _outcome(game: Game, match: _Match) -> Episode:
     )
 
 
-def seatings_for(game: Game, learner: Policy, opponent: Policy, n: int) -> list[dict[Role, Policy]]:
+def seatings_for(
+    game: Game, learner: Policy, opponent: Policy, n: int, roles: Sequence[Role] | None = None
+) -> list[dict[Role, Policy]]:
     """``n`` seatings for a two-sided evaluation: the learner takes each role in turn.
 
-    Match ``i`` gives the learner role ``game.roles[i % len(roles)]`` and the opponent every
-    other role, so first-mover advantage cancels out over a batch.
+    Match ``i`` gives the learner role ``roles[i % len(roles)]`` (every role of the game by
+    default) and the opponent every other role, so first-mover advantage cancels out over a
+    batch.
     """
-    roles = game.roles
+    own = list(roles or game.roles)
     return [
-        {role: (learner if role == roles[i % len(roles)] else opponent) for role in roles}
+        {role: (learner if role == own[i % len(own)] else opponent) for role in game.roles}
         for i in range(n)
     ]
 

@@ -36,7 +36,10 @@ CORE_FLOORS = {
     "top": 0, "algorithms": 1, "models": 1, "serving": 2, "train": 3, "run": 4, "commands": 5,
 }  # fmt: skip
 # what the top of core/ holds: what the iteration and the run both use, nothing that overflowed
-CORE_TOP = {"config", "rollout", "evaluate", "stats", "reward_pipeline"}
+CORE_TOP = {
+    "config", "config_sections", "config_rollout", "config_learners",  # the settings, by section
+    "rollout", "evaluate", "stats", "reward_pipeline",
+}  # fmt: skip
 
 
 def modules() -> list[Path]:

@@ -94,6 +94,10 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
         sections["lora"] = {"enabled": True}
     if args.rollout_workers is not None:
         sections["rollout"] = {"workers": args.rollout_workers}
+    if args.learner:
+        from selfplay.core.run.config_loader import learner_flags
+
+        sections["learners"] = learner_flags(args.learner)
     return sections
 
 
@@ -123,6 +127,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add("--precision", help="32-true (default), bf16-mixed, bf16-true, 16-mixed")
     add("--strategy", help="auto, ddp, deepspeed_stage_1, deepspeed_stage_2")
     add("--lora", action="store_true", help="train LoRA adapters (see the lora config section)")
+    add(
+        "--learner",
+        action="append",
+        metavar="NAME[=MODEL]",
+        help="a learner of its own for the role NAME (repeat: one per role; docs/learners.md); "
+        "default one shared policy",
+    )
     add(
         "--rollout-workers",
         type=int,

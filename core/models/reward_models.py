@@ -6,6 +6,8 @@
   and restored with checkpoints whenever a reward, the objective or the KL term needs it);
   with LoRA it is the same base with the reference's adapter weights swapped in, so no second
   copy of the weights exists.
+- ``learner:NAME``, ``reference:NAME``: in a run of several learners, which one (a judge
+  must name it there).
 - anything else: a registered model name, a local model folder, a Hugging Face hub id
   (``Org/Name``, through the Hugging Face cache), loaded once, or a served model
   (``openai:http://HOST:PORT/v1#MODEL``, core/models/served.py), asked over HTTP.
@@ -30,8 +32,16 @@ from selfplay.core.config import RunConfig
 class RewardModels:
     """``models(name, max_new_tokens=None) -> Policy``, each made once."""
 
-    def __init__(self, config: RunConfig, learner: Policy, reference: Any = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        learner: Policy,
+        reference: Any = None,
+        learners: Sequence[Any] = (),
+    ) -> None:
         self.config, self.learner, self.reference = config, learner, reference
+        # several learners (core/train/learners.py): a judge names which one, learner:NAME
+        self.learners = {x.name: x for x in learners} if len(learners) > 1 else {}
         self._made: dict[tuple[str, int | None], Policy] = {}
 
     def __call__(self, name: str, *, max_new_tokens: int | None = None) -> Policy:
@@ -53,6 +63,9 @@ class RewardModels:
         return len(ids["input_ids"]), int(context)
 
     def _make(self, name: str, max_new_tokens: int | None) -> Policy:
+        kind, _, which = name.partition(":")
+        if self.learners and kind in ("learner", "reference"):
+            return self._of_learner(kind, which, max_new_tokens)
         if name == "learner":
             return self._sharing(self._learner_model(name), name, max_new_tokens)
         if name == "reference":
@@ -78,6 +91,21 @@ class RewardModels:
         )
         policy = build_model(other, what="The judge model")
         policy.name = f"judge:{name}"
+        return policy
+
+    def _of_learner(self, kind: str, which: str, max_new_tokens: int | None) -> Policy:
+        """``learner:NAME`` or ``reference:NAME`` in a run of several learners."""
+        if which not in self.learners:
+            names = ", ".join(f"{kind}:{n}" for n in self.learners)
+            said = f"{kind}:{which}" if which else kind
+            raise ConfigError(
+                f"A judge asks for the {said!r} model, but this run has several learners: "
+                f"name which one ({names})."
+            )
+        learner = self.learners[which]
+        alone = RewardModels(self.config, learner.policy, learner.reference)
+        policy = alone(kind, max_new_tokens=max_new_tokens)
+        policy.name = f"judge:{kind}:{which}"
         return policy
 
     def _learner_model(self, name: str) -> Any:

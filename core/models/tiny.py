@@ -69,15 +69,37 @@ def save_tiny(path: str | Path, seed: int = 0, **overrides: Any) -> Path:
 
 
 def load_tiny_policy(
-    path: str | Path | None = None, model_seed: int = 0, **options: Any
+    path: str | Path | None = None,
+    model_seed: int = 0,
+    layers: int | None = None,
+    hidden: int | None = None,
+    **options: Any,
 ) -> HFPolicy:
     """The ``tiny`` model as a policy: built from ``model_seed``, or loaded from ``path``.
 
-    ``options`` go to `HFPolicy` (``name``, ``max_new_tokens``, ``temperature``, ``top_p``,
-    ``include_system``, ``seed``) over `TINY_POLICY_DEFAULTS`.
+    ``layers`` and ``hidden`` size it (``--set model_options.layers=2``: 4 layers of width 128
+    by default; the feed-forward width stays 3x ``hidden``), e.g. a smaller learner beside a
+    larger one. ``options`` go to `HFPolicy` (``name``, ``max_new_tokens``, ``temperature``,
+    ``top_p``, ``include_system``, ``seed``) over `TINY_POLICY_DEFAULTS`.
     """
     options = {"name": "tiny", **TINY_POLICY_DEFAULTS, **options}
     if path is not None:
         return HFPolicy.from_pretrained(path, **options)
-    model, tokenizer = build_tiny(model_seed)
+    sizes: dict[str, int] = {}
+    if layers is not None:
+        sizes["num_hidden_layers"] = _size("layers", layers)
+    if hidden is not None:
+        heads = tiny_config().num_attention_heads
+        if _size("hidden", hidden) % heads:
+            raise ValueError(
+                f"tiny's hidden must be a multiple of {heads} (its heads); got {hidden}."
+            )
+        sizes.update(hidden_size=hidden, intermediate_size=3 * hidden)
+    model, tokenizer = build_tiny(model_seed, **sizes)
     return HFPolicy(model, tokenizer, **options)
+
+
+def _size(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"tiny's {name} must be a whole number of at least 1; got {value!r}.")
+    return value

@@ -64,6 +64,7 @@ class Found:
 # hold the default, so run folders written before they existed still resume.
 LATER_KEYS = {
     "objective": "pg",
+    "learners": {},
     "objective_options": {},
     "rollout": {
         "workers": 0,

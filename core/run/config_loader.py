@@ -6,6 +6,7 @@ Unknown keys are errors that name the key path and list the valid keys at that l
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +65,37 @@ def build_config(
     file: Path | None = None, flags: dict[str, Any] | None = None, overrides: list[str] = ()
 ) -> RunConfig:
     data: dict[str, Any] = load_yaml(file) if file else {}
-    for key, value in (flags or {}).items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        elif value is not None:
-            data[key] = value
+    _merge(data, {key: value for key, value in (flags or {}).items() if value is not None})
     for assignment in overrides:
         apply_override(data, assignment)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
         raise ConfigError(explain(err)) from None
+
+
+def _merge(data: dict[str, Any], flags: dict[str, Any]) -> None:
+    """Flags over the file's keys; a section (or a learner) keeps the keys a flag leaves."""
+    for key, value in flags.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            _merge(data[key], value)
+        else:
+            data[key] = value
+
+
+def learner_flags(given: list[str]) -> dict[str, dict[str, str]]:
+    """``--learner NAME[=MODEL]``, repeated: a learner per role named NAME (docs/learners.md)."""
+    learners: dict[str, dict[str, str]] = {}
+    for text in given:
+        name, sep, model = (part.strip() for part in text.partition("="))
+        if not name or (sep and not model):
+            raise ConfigError(
+                f"--learner expects NAME or NAME=MODEL, e.g. --learner solver=tiny; got {text!r}."
+            )
+        if name in learners:
+            raise ConfigError(f"--learner {name} is given twice; name each learner once.")
+        learners[name] = {"model": model} if model else {}
+    return learners
 
 
 def explain(err: ValidationError) -> str:
@@ -104,12 +125,29 @@ def _unknown_key(path: str, key: str, loc: tuple[Any, ...]) -> str:
 def _fields_at(loc: tuple[Any, ...]) -> dict[str, str]:
     """Key name -> description, for the config section at ``loc``."""
     model: type[BaseModel] = RunConfig
-    for part in loc:
-        annotation = model.model_fields[str(part)].annotation
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+    parts = list(loc)
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        if field is None:
+            return {}
+        annotation = field.annotation
+        if typing.get_origin(annotation) is dict:  # learners.NAME
+            annotation = typing.get_args(annotation)[1]
+            if parts:
+                parts.pop(0)
+        annotation = _section(annotation)
+        if annotation is None:
             return {}
         model = annotation
     return {name: _description(field) for name, field in model.model_fields.items()}
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    """The section model an annotation holds (``X`` or ``X | None``), or None."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def _description(field: Any) -> str:

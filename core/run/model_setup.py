@@ -1,7 +1,9 @@
-"""Getting the learner ready to train: adapters, device, cold start, optimiser, reference.
+"""The learners, built by name and made ready to train: adapters, device, cold start, optimiser,
+reference.
 
-    LoRA adapters (optional) -> the device -> the cold start (a fresh run) -> AdamW
-    -> Fabric's set-up (strategy, precision) -> the reference policy -> the updater
+    the learners (one shared policy, or one per group of roles: core/train/learners.py)
+    -> for each: LoRA adapters (optional) -> the device -> the cold start (a fresh run)
+       -> AdamW -> Fabric's set-up (strategy, precision) -> the reference policy -> the updater
 
 Generation runs on the plain module and training on Fabric's wrapper of it; both share one
 set of weights.
@@ -10,49 +12,154 @@ set of weights.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
 import torch
 
-from selfplay.api.objective import Objective
+from selfplay.api.errors import ConfigError
+from selfplay.api.game import Game
+from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import NAME, RESERVED, learner_config, learner_roles
+from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
-from selfplay.core.run.build import train_settings
+from selfplay.core.run.build import bound_objective, build_estimator, train_settings
 from selfplay.core.run.hardware import gradient_clipper
 from selfplay.core.run.progress import Ticker
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
+from selfplay.core.train.learners import Learner
 from selfplay.core.train.reference import Reference
+from selfplay.core.train.search_targets import SearchTargets
 from selfplay.core.train.update import TokenBudget, Updater
 
 
-@dataclass
-class Prepared:
-    model: Any  # Fabric's wrapper; ``model.module`` is the plain model
-    optimizer: Any
-    reference: Reference
-    updater: Updater
+def build_learners(config: RunConfig, game: Game) -> list[Learner]:
+    """The run's learners: the shared policy when no ``learners`` are named."""
+    if not config.learners:
+        return [_built(LEARNER, tuple(game.roles), config, game, "--model")]
+    check_learners(config, game)
+    return [
+        _built(
+            name,
+            tuple(learner_roles(name, settings)),
+            learner_config(config, name),
+            game,
+            f"learners.{name}.model",
+            every=settings.update_every,
+        )
+        for name, settings in config.learners.items()
+    ]
+
+
+def _built(
+    name: str, roles: tuple[Role, ...], config: RunConfig, game: Game, what: str, every: int = 1
+) -> Learner:
+    objective = bound_objective(config)
+    estimator = build_estimator(config)
+    estimator.bind(game.name, game.roles)
+    policy = build_learner(config, what)
+    policy.name = name
+    search = SearchTargets(game, config.train.search_weight, policy)
+    return Learner(name, roles, config, policy, objective, estimator, search, every)
+
+
+def check_learners(config: RunConfig, game: Game) -> None:
+    """Refuse, before any run folder exists, learners that do not split the game's roles."""
+    roles = ", ".join(game.roles)
+    owner: dict[str, str] = {}
+    for name, settings in config.learners.items():
+        if not NAME.match(name) or name in RESERVED:
+            raise ConfigError(
+                f"learners.{name}: a learner's name is a word of letters, digits, '_' or '-' "
+                f"(not {', '.join(RESERVED)}); rename it."
+            )
+        mine = learner_roles(name, settings)
+        for role in mine:
+            if role not in game.roles:
+                how = (
+                    f"its roles default to its name; give them: --set learners.{name}.roles=[...]"
+                    if not settings.roles
+                    else f"fix learners.{name}.roles"
+                )
+                raise ConfigError(
+                    f"Learner {name!r} plays role {role!r}, which {game.name} does not have "
+                    f"(its roles: {roles}); {how}."
+                )
+            if role in owner:
+                raise ConfigError(
+                    f"Role {role!r} is claimed by two learners, {owner[role]!r} and {name!r}; "
+                    "each role is played by exactly one learner."
+                )
+            owner[role] = name
+    missing = [role for role in game.roles if role not in owner]
+    if missing:
+        raise ConfigError(
+            f"No learner plays {', '.join(map(repr, missing))} of {game.name} (roles: {roles}); "
+            f"add one (--learner {missing[0]}) or add the role to a learner's roles."
+        )
+    if config.lora.per_role or any(
+        s.lora is not None and s.lora.per_role for s in config.learners.values()
+    ):
+        raise ConfigError(
+            "lora.per_role and learners do not go together: per-role LoRA trains one adapter per "
+            "role on one shared base model, learners train a model (or adapter) each. Drop "
+            "lora.per_role, or drop the learners for per-role adapters on one base."
+        )
+    if config.rollout.served:
+        raise ConfigError(
+            "Served rollouts (rollout.workers, rollout.servers) with several learners are not "
+            "built yet: generate in-process (rollout.workers=0), or train one shared policy."
+        )
+
+
+def check_learner_judges(config: RunConfig, models: Any) -> None:
+    """With several learners, a judge that is a learner (or its reference) names which one."""
+    if not config.learners:
+        return
+    for name in models:
+        kind, _, which = name.partition(":")
+        if kind in ("learner", "reference") and which not in config.learners:
+            names = ", ".join(f"{kind}:{n}" for n in config.learners)
+            raise ConfigError(
+                f"A judge asks for the {name!r} model, but this run has several learners: name "
+                f"which one, e.g. --set reward_options.judge.model={kind}:"
+                f"{next(iter(config.learners))} ({names})."
+            )
+
+
+def check_learner_sampler(config: RunConfig, sampler: OpponentSampler) -> None:
+    """Several learners face each other's latest or scripted players; pools are per policy."""
+    if config.learners and sampler.uses_pool:
+        raise ConfigError(
+            f"The opponent sampler {config.opponent!r} draws from a pool of snapshots, which "
+            "several learners do not keep yet: use --opponent latest (each learner faces the "
+            "others' newest weights) or fixed:PLAYER."
+        )
 
 
 def prepare_learner(
     fabric: L.Fabric,
-    config: RunConfig,
-    learner: Any,
+    trained: Learner,
     game: Any,
-    objective: Objective,
     reference_wanted: bool,
     resuming: bool,
     say: Callable[[str], None],
     console: Any = None,
-) -> Prepared:
-    """Set the learner up for training (see the module doc); a fresh run cold-starts here."""
+) -> None:
+    """Set one learner up for training (see the module doc), in place; a fresh run
+    cold-starts here (a learner of its own on transcripts of its own roles)."""
+    config, learner, objective = trained.config, trained.policy, trained.objective
     if config.lora.enabled:
         learner.model = apply_lora(learner.model, config.lora, game.roles)
     learner.model = learner.model.to(fabric.device)  # the cold start trains there too
     if not resuming:
-        warm_up(learner, game, config, say, lambda label, n: Ticker(label, n, say, console))
+        shared = trained.name == LEARNER
+        told = say if shared else lambda text: say(f"{trained.name}: {text}")
+        ticker = lambda label, n: Ticker(label, n, told, console)  # noqa: E731
+        warm_up(learner, game, config, told, ticker, roles=None if shared else trained.roles)
     params = [p for p in learner.model.parameters() if p.requires_grad]
     # foreach: each arithmetic step of AdamW is one call over every tensor (PyTorch's default
     # on GPUs only); on the CPU the same arithmetic, bitwise, in about 0.6x the time
@@ -91,7 +198,12 @@ def prepare_learner(
         measure_mismatch=config.rollout.served,
     )
     learner.role_context = updater.role_context
-    return Prepared(model, optimizer, reference, updater)
+    trained.model, trained.optimizer, trained.reference, trained.updater = (
+        model,
+        optimizer,
+        reference,
+        updater,
+    )
 
 
 def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | None:

@@ -1,6 +1,7 @@
 """What a checkpoint holds, and how a run is put back exactly as it was.
 
-Besides the model (or its LoRA adapters) and the optimiser, a checkpoint carries the state of
+Besides the model (or its LoRA adapters) and the optimiser (of each learner, when a run has
+several: ``model/NAME``, ``optimizer/NAME``, ``learners/NAME``), a checkpoint carries the state of
 everything that shapes what comes next: the estimator's baselines, the sampler, the league
 (pool, ratings, exploitability history), the rewards, the objective, every callback, the
 reference policy, the RNG states and the loop's counters. Entries added since the first
@@ -23,6 +24,7 @@ from rich.markup import escape
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.run import checkpoint
 from selfplay.core.run.run_folder import RunFolder, config_text
+from selfplay.core.train.learners import Learner
 from selfplay.core.train.state import RunState
 
 Say = Callable[[str], None]
@@ -38,11 +40,14 @@ def save(
         state.progress.episodes_bytes = folder.episodes_size()
     saved = state.state_dict()
     saved["config_hash"] = checkpoint.config_hash(state.config.model_dump(mode="json"))
-    if state.config.lora.enabled:
-        saved["adapters"] = adapter_state_dict(state.model.module)
-    else:
-        saved["model"] = state.model
-    saved.update(state.reference.state_dict())
+    for learner in state.learners:
+        key = _key(state, learner)
+        if learner.config.lora.enabled:
+            saved[f"adapters{key}"] = adapter_state_dict(learner.model.module)
+        else:
+            saved[f"model{key}"] = learner.model
+        entries = saved if state.shared else saved[f"learners{key}"]
+        entries.update(learner.reference.state_dict())
     files = {checkpoint.CONFIG: config_text(state.config)}
     checkpoint.save(fabric, where, iteration, saved, files)
     state.league.after_checkpoint()
@@ -91,9 +96,12 @@ def restore_newest(
 def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -> None:
     """Load the checkpoint at ``path`` into the run's ``state``, in place."""
     config = state.config
-    loaded: dict[str, Any] = {"optimizer": state.optimizer}
-    if not config.lora.enabled:
-        loaded["model"] = state.model
+    loaded: dict[str, Any] = {}
+    for learner in state.learners:
+        key = _key(state, learner)
+        loaded[f"optimizer{key}"] = learner.optimizer
+        if not learner.config.lora.enabled:
+            loaded[f"model{key}"] = learner.model
     rest = checkpoint.load(fabric, path, loaded)
     saved_hash = rest["config_hash"]
     settings = config.model_dump(mode="json")
@@ -105,11 +113,18 @@ def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -
             f"The checkpoint {path} was written with a different config ({saved_hash} vs "
             f"{current}); resume with the run folder's own config.yaml."
         )
-    if config.lora.enabled:
-        load_adapter_state_dict(state.model.module, rest["adapters"])
+    for learner in state.learners:
+        if learner.config.lora.enabled:
+            load_adapter_state_dict(learner.model.module, rest[f"adapters{_key(state, learner)}"])
     state.load_state_dict(rest)
     if folder:
         folder.truncate(state.progress.iteration, state.progress.episodes_bytes)
+
+
+def _key(state: RunState, learner: Learner) -> str:
+    """How a learner's entries are named in a checkpoint: ``model`` for the shared policy,
+    ``model/NAME`` for each of several learners."""
+    return "" if state.shared else f"/{learner.name}"
 
 
 def _saved_minutes(path: Any, default: Any) -> Any:

@@ -27,30 +27,25 @@ from rich.markup import escape
 
 from selfplay.api.callback import Callback
 from selfplay.api.errors import ConfigError
-from selfplay.api.estimator import Estimator
 from selfplay.api.game import Game
-from selfplay.api.objective import Objective
-from selfplay.api.policy import Policy
 from selfplay.api.reward import RewardContext
 from selfplay.api.run_view import RunView
-from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.sampler import OpponentSampler
 from selfplay.api.tasks import iteration_splits
 from selfplay.core.config import RunConfig
-from selfplay.core.evaluate import EvalResult, evaluate, task_metrics
+from selfplay.core.evaluate import EvalResult, task_metrics
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.run import faults, resume
 from selfplay.core.run.build import (
-    bound_objective,
     build_callbacks,
-    build_estimator,
     build_game,
-    build_learner,
     build_reward,
     build_sampler,
     check_players,
 )
+from selfplay.core.run.evaluations import evaluate_learners, task_policy
 from selfplay.core.run.hardware import (
     build_fabric,
     core_split,
@@ -59,7 +54,12 @@ from selfplay.core.run.hardware import (
     set_threads,
     thread_split,
 )
-from selfplay.core.run.model_setup import prepare_learner
+from selfplay.core.run.model_setup import (
+    build_learners,
+    check_learner_judges,
+    check_learner_sampler,
+    prepare_learner,
+)
 from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
 from selfplay.core.run.recipes import reads, resolve
@@ -67,10 +67,10 @@ from selfplay.core.run.run_folder import RunFolder, open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.serving.backend import Backend, check_served, served_backend
 from selfplay.core.train.league import League
+from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.loop import Iteration
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import untrained_message
-from selfplay.core.train.search_targets import SearchTargets
 from selfplay.core.train.seating import Seats
 from selfplay.core.train.snapshots import SnapshotStore
 from selfplay.core.train.state import Processes, RunState
@@ -91,26 +91,20 @@ class Parts:
     game: Game
     sampler: OpponentSampler
     reward: Any  # the reward pipeline (core/reward_pipeline.py)
-    objective: Objective
-    estimator: Estimator
     callbacks: list[tuple[str, Callback]]
-    learner: Policy
-    search: SearchTargets
+    learners: list[Learner]  # the shared policy, or one per group of roles
 
     @classmethod
     def build(cls, config: RunConfig) -> Parts:
         game = build_game(config)
         sampler = build_sampler(config, game)
         reward = build_reward(config, game)
-        objective = bound_objective(config)
-        estimator = build_estimator(config)
-        estimator.bind(game.name, game.roles)
         callbacks = build_callbacks(config)
         check_players(config, game)
-        learner = build_learner(config)
-        learner.name = LEARNER
-        search = SearchTargets(game, config.train.search_weight, learner)
-        return cls(game, sampler, reward, objective, estimator, callbacks, learner, search)
+        check_learner_sampler(config, sampler)
+        check_learner_judges(config, reward.models)
+        learners = build_learners(config, game)
+        return cls(game, sampler, reward, callbacks, learners)
 
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
@@ -159,25 +153,18 @@ class Trainer:
 
     def _set_up(self, resuming: bool) -> RunState:
         config, parts, fabric = self.config, self.parts, self.fabric
-        kl = "kl_coef" in reads(parts.objective)  # the objective's own KL, scheduled or not
-        wanted = (
-            (kl and (config.train.kl_coef > 0 or config.train.kl_coef_step > 0))
-            or parts.objective.wants_reference()
-            or "reference" in parts.reward.models
-        )
         console = self.console if self.main else None
-        ready = prepare_learner(
-            fabric,
-            config,
-            parts.learner,
-            parts.game,
-            parts.objective,
-            wanted,
-            resuming,
-            self._say,
-            console,
-        )
-        models = RewardModels(config, parts.learner, ready.reference)
+        for learner in parts.learners:
+            train = learner.config.train
+            kl = "kl_coef" in reads(learner.objective)  # the objective's own KL, if scheduled
+            wanted = (
+                (kl and (train.kl_coef > 0 or train.kl_coef_step > 0))
+                or learner.objective.wants_reference()
+                or any(name.partition(":")[0] == "reference" for name in parts.reward.models)
+            )
+            prepare_learner(fabric, learner, parts.game, wanted, resuming, self._say, console)
+        first = parts.learners[0]
+        models = RewardModels(config, first.policy, first.reference, parts.learners)
         shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
         device = str(fabric.device)
         context = RewardContext(parts.game, models, device, models.measure, shown, hub_folder)
@@ -186,19 +173,27 @@ class Trainer:
             self._say(f"[yellow]note:[/yellow] {escape(line)}")
         path = self.folder.path if self.folder else config.resume or config.out
         self.shared = shared = Path(self.processes.broadcast(path))
-        store = SnapshotStore(shared / "pool", parts.learner, config.lora.enabled, self.main)
-        seat = parts.learner
+        store = SnapshotStore(shared / "pool", first.policy, config.lora.enabled, self.main)
+        seat = first.policy
         if config.rollout.served:  # the learner's turns on rollout servers (core/serving/)
             threads, cores = self.workers
             threads = threads or thread_split(config)[1]
-            model = ready.model.module
+            model = first.model.module
             self.backend = served_backend(config, seat, model, shared, threads, self._say, cores)
             seat = self.backend.learner
-        seats = Seats(seat, parts.game, snapshots=store)
+        several = policies(parts.learners) if config.learners else {}
+        owners = {role: learner.name for learner in parts.learners for role in learner.roles}
+        seats = Seats(
+            seat,
+            parts.game,
+            snapshots=store,
+            learners=several,
+            owners=owners if several else {},
+        )
         view = RunView(
             config=config,
             game=parts.game,
-            learner=parts.learner,
+            learner=first.policy,
             sampler=parts.sampler,
             folder=self.folder.path if self.folder else None,
             resumed=resuming,
@@ -211,23 +206,17 @@ class Trainer:
             reset_optimizer=self._reset_optimizer,
         )
         if config.hardware.malloc_trim:
-            ready.updater.release = self.processes.release  # between backward passes
+            for learner in parts.learners:  # between backward passes
+                learner.updater.release = self.processes.release
         return RunState(
             config=config,
             game=parts.game,
-            learner=parts.learner,
+            learners=parts.learners,
             sampler=parts.sampler,
             reward=parts.reward,
-            objective=parts.objective,
-            estimator=parts.estimator,
             callbacks=parts.callbacks,
-            search=parts.search,
             rng=random.Random(config.seed),
             generator=torch.Generator().manual_seed(config.seed),
-            model=ready.model,
-            optimizer=ready.optimizer,
-            reference=ready.reference,
-            updater=ready.updater,
             seats=seats,
             league=League(view, seats, store),
             view=view,
@@ -293,7 +282,12 @@ class Trainer:
                         limit = config.eval.matches
                         row.update(
                             task_metrics(
-                                state.game, state.learner, limit, seed, progress=told, splits=splits
+                                state.game,
+                                task_policy(state),
+                                limit,
+                                seed,
+                                progress=told,
+                                splits=splits,
                             )
                         )
                 for _, callback in state.callbacks:
@@ -303,8 +297,9 @@ class Trainer:
                 rows.append(row)
                 display.update(row)
                 last = iteration == config.iterations or self._out_of_time()
-                if last and state.updater.average is not None:
-                    state.updater.average.apply()  # the run hands over the average (averaging.py)
+                for learner in state.learners if last else ():
+                    if learner.updater.average is not None:  # the run hands over the average
+                        learner.updater.average.apply()  # (core/train/averaging.py)
                 if last or iteration % config.checkpoint_every == 0:
                     resume.save(state, self.fabric, self.shared, self.folder, iteration)
                 for _, callback in state.callbacks:
@@ -340,23 +335,15 @@ class Trainer:
 
     def _reset_optimizer(self) -> None:
         assert self.state is not None
-        optimizer = self.state.optimizer
-        inner = getattr(optimizer, "optimizer", optimizer)
-        if isinstance(inner, torch.optim.Optimizer):
-            inner.state.clear()
+        for learner in self.state.learners:
+            inner = getattr(learner.optimizer, "optimizer", learner.optimizer)
+            if isinstance(inner, torch.optim.Optimizer):
+                inner.state.clear()
 
     def evaluate(self) -> dict[str, EvalResult]:
         assert self.state is not None
-        state, ev, seed = self.state, self.config.eval, self.config.seed + 7919
-        with self._phase("evaluation") as told, state.updater.averaged():
-            return evaluate(
-                state.game,
-                state.learner,
-                opponents=ev.opponents,
-                matches=ev.matches,
-                seed=seed,
-                progress=told,
-            )
+        with self._phase("evaluation") as told:
+            return evaluate_learners(self.state, told)
 
     def _before_eval(self) -> dict[str, EvalResult]:
         assert self.state is not None
@@ -372,8 +359,9 @@ class Trainer:
         """Held-out accuracy of games with tasks (empty for the others), and best-of-n."""
         assert self.state is not None
         state, seed, ev = self.state, self.config.seed + 7919, self.config.eval
+        policy = task_policy(state)
         with self._phase("held-out tasks") as told:
-            return searched_task_metrics(state.game, state.learner, ev, seed, state.reward, told)
+            return searched_task_metrics(state.game, policy, ev, seed, state.reward, told)
 
     def _phase(self, label: str, quiet: bool = False) -> Phase:
         console = self.console if self.main else None

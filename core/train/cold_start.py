@@ -65,9 +65,14 @@ class Example:
 
 
 def scripted_transcripts(
-    game: Game, players: Sequence[str], matches: int, seed: int
+    game: Game,
+    players: Sequence[str],
+    matches: int,
+    seed: int,
+    roles: Sequence[Role] | None = None,
 ) -> list[Transcript]:
-    """(prompt messages, answer text) of every valid turn in ``matches`` scripted matches.
+    """(prompt messages, answer text) of every valid turn in ``matches`` scripted matches
+    (of ``roles`` only, when given: a learner of its own copies the roles it plays).
 
     Each seat of each match is held by a player drawn from ``players`` with an RNG seeded from
     ``seed``, so a mix such as ``("random", "nash")`` also yields mixed pairings.
@@ -82,7 +87,12 @@ def scripted_transcripts(
     ]
     seeds = [rng.getrandbits(48) for _ in range(matches)]
     episodes = play(game, seatings, seeds)
-    return [(turn.prompt, turn.text) for ep in episodes for turn in ep.turns if turn.valid]
+    return [
+        (turn.prompt, turn.text)
+        for ep in episodes
+        for turn in ep.turns
+        if turn.valid and (roles is None or turn.role in roles)
+    ]
 
 
 def build_examples(
@@ -140,6 +150,7 @@ def warm_up(
     config: Any,
     say: Callable[[str], None],
     ticker: Callable[[str, int], Any] | None = None,
+    roles: Sequence[Role] | None = None,
 ) -> None:
     """The run's cold start as its config asks, reported through ``say``.
 
@@ -165,6 +176,7 @@ def warm_up(
             lr=cs.lr,
             seed=config.seed,
             log=lambda step, loss: shown.advance(1, f"loss {loss:.3f}"),
+            roles=roles,
         )
     say(f"cold start: {report}")
 
@@ -196,6 +208,7 @@ def cold_start(
     seed: int = 0,
     max_grad_norm: float | None = 1.0,
     log: Callable[[int, float], None] | None = None,
+    roles: Sequence[Role] | None = None,
 ) -> ColdStartReport:
     """Train ``policy.model`` for ``steps`` AdamW steps on scripted transcripts of ``game``.
 
@@ -206,7 +219,7 @@ def cold_start(
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be at least 1, got {steps}, {batch_size}.")
     start = time.perf_counter()
-    examples, matches = _gather_examples(policy, game, players, steps * batch_size, seed)
+    examples, matches = _gather_examples(policy, game, players, steps * batch_size, seed, roles)
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=lr,
@@ -262,7 +275,12 @@ def _step(
 
 
 def _gather_examples(
-    policy: HFPolicy, game: Game, players: Sequence[str], wanted: int, seed: int
+    policy: HFPolicy,
+    game: Game,
+    players: Sequence[str],
+    wanted: int,
+    seed: int,
+    roles: Sequence[Role] | None = None,
 ) -> tuple[list[Example], int]:
     """At least ``wanted`` examples (up to MAX_DISTINCT_EXAMPLES) and the matches played."""
     wanted = min(wanted, MAX_DISTINCT_EXAMPLES)
@@ -270,7 +288,9 @@ def _gather_examples(
     examples: list[Example] = []
     matches = 0
     for round_ in range(math.ceil(MAX_DISTINCT_EXAMPLES / per_round)):
-        transcripts = scripted_transcripts(game, players, per_round, seed=seed * 1_000_003 + round_)
+        transcripts = scripted_transcripts(
+            game, players, per_round, seed=seed * 1_000_003 + round_, roles=roles
+        )
         examples.extend(build_examples(policy, game, transcripts))
         matches += per_round
         if not transcripts or len(examples) >= wanted:

@@ -49,7 +49,8 @@ class League:
         self.tables: dict[str, Table] = {}  # snapshot name -> its policy table
         self.iterates: list[Table] = []
         self.retired: list[str] = []  # evicted since the last checkpoint; deleted after the next
-        self.tabular = is_tabular(self.game)
+        # exact exploitability of the shared policy (several learners: not measured yet)
+        self.tabular = is_tabular(self.game) and not self.config.learners
 
     @property
     def members(self) -> list[str]:

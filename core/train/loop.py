@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfplay.api.errors import blame
+from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData
-from selfplay.api.sampler import LEARNER
 from selfplay.api.types import Episode
 from selfplay.core.rollout import VoidMatch
 from selfplay.core.stats import episode_metrics
+from selfplay.core.train.learners import Learner
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import (
     advantage_metrics,
@@ -46,6 +47,22 @@ from selfplay.core.train.state import OutOfMemory, Processes, RunState, out_of_m
 # ``phase(label, quiet=True)`` opens a step the terminal may show; the block gets a
 # ``told(done, total)`` callable that reports progress within it
 Phase = Callable[..., AbstractContextManager[Callable[..., None]]]
+
+
+@dataclass
+class Trained:
+    """One learner's share of the iteration's metrics (``prefix``: its name, with several)."""
+
+    prefix: str
+    stats: Any  # the updater's statistics (core/train/update.py)
+    schedule: dict[str, float]
+    objective: dict[str, float]
+    search: dict[str, float]
+    nonfinite: dict[str, float]
+    advantages: Any
+
+    def named(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        return {f"{self.prefix}{key}": value for key, value in metrics.items()}
 
 
 @dataclass
@@ -73,7 +90,7 @@ class Iteration:
         self.unscored = 0  # iterations in a row in which no learner turn was scored
 
     def __call__(self, iteration: int) -> Played:
-        s, config, processes = self.state, self.state.config, self.processes
+        s, processes = self.state, self.processes
         started = time.perf_counter()
         with self._memory("Playing the iteration's matches", self._rollout_settings()):
             batch = self.rollouts.take(iteration)  # seated and played (core/train/rollouts.py)
@@ -85,58 +102,91 @@ class Iteration:
         for _, callback in s.callbacks:
             episodes = list(callback.on_episodes(s.view, episodes))
         scores = s.reward(episodes, reduce=processes.sum)
-        gamma = config.train.gamma
-        samples = episode_samples(episodes, scores, LEARNER, gamma, invalid_return(config))
-        samples = [sample for sample in samples if self._trains(sample.role, iteration)]
+        mine = {
+            learner.name: self._samples(learner, episodes, scores, iteration)
+            for learner in s.learners
+        }
+        every_sample = [sample for samples in mine.values() for sample in samples]
         self.unscored = check_scored(
-            iteration, episodes, samples, self.unscored, processes.sum, s.reward
+            iteration, episodes, every_sample, self.unscored, processes.sum, s.reward
         )
-        samples, dropped = finite_samples(samples)
-
-        advantages, bad_advantages = None, 0
-        if s.objective.needs == "advantages":
-            advantages = s.estimator(samples, reduce=processes.sum)
-            advantages, bad_advantages = finite_advantages(advantages)
-            samples, advantages = s.search.add(episodes, samples, advantages)
-            flat_advantages(iteration, advantages, processes.sum, self.say)
-        if s.objective.refreshes_reference():
-            s.reference.refresh()  # the reference is this iteration's starting policy
-        data = IterationData(
-            samples,
-            advantages,
-            episodes,
-            encode=s.search.encode,
-            reference=reference_answers(s.game, episodes),
-            terms=s.reward.labels,
-            reduce=processes.sum,
-        )
-        schedule = apply_schedules(config, s.optimizer, s.objective, iteration)
-        with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
-            items = s.objective.prepare(data)
-        with self.phase("update", quiet=True) as told:
-            told(0, len(items))  # the bar shows the update's clock: samples trained at the end
-            steps = processes.minibatches(len(items), config.train.minibatch_size)
-            with self._memory("The update", self._update_settings()), processes.updating():
-                stats = s.updater.update(items, s.generator, steps)
-        if config.train.reference_update:
-            s.reference.pull(config.train.reference_update)
+        trained = [
+            self._train(learner, mine[learner.name], episodes, iteration) for learner in s.learners
+        ]
         self.rollouts.trained(iteration)  # served: the new weights go to the rollout servers
 
         played = recorded(played, episodes, scores, s.reward.notes(), iteration)
         everyone = processes.gather_episodes(played)
         totals = [scored.totals(ep) for ep, scored in zip(episodes, scores, strict=True)]
         row = {"iteration": iteration, **episode_metrics(episodes, totals, processes.sum)}
-        row.update(s.reward.metrics() | stats.means() | schedule)
+        row.update(s.reward.metrics())
+        for done in trained:
+            row.update(done.named(done.stats.means() | done.schedule))
         unreadable_terms(iteration, row, self.say)
-        with blame(f"Objective {config.objective!r}, reporting its iteration metrics,"):
-            row.update(s.objective.iteration_metrics() | s.search.metrics())
+        for done in trained:
+            row.update(done.named(done.objective | done.search))
         row.update(s.league.after_iteration(iteration, everyone))
         row.update(batch.metrics)  # matches/errors, and rollout/* when served
-        row.update(nonfinite(iteration, dropped, bad_advantages, processes.sum, self.say))
-        row.update(advantage_metrics(advantages))
+        for done in trained:
+            row.update(done.named(done.nonfinite))
+        for done in trained:
+            row.update(done.named(advantage_metrics(done.advantages)))
         row["rollout_seconds"] = finished - started
         row["update_seconds"] = time.perf_counter() - finished
         return Played(row, everyone, processes.gather(void))
+
+    def _samples(
+        self, learner: Learner, episodes: list[Episode], scores: Any, iteration: int
+    ) -> list[Sample]:
+        """The learner's turns of the iteration, with their returns, when it trains now."""
+        train = learner.config.train
+        invalid = invalid_return(learner.config)
+        samples = episode_samples(episodes, scores, learner.name, train.gamma, invalid)
+        return [
+            sample
+            for sample in samples
+            if learner.trains(iteration) and self._trains(learner, sample.role, iteration)
+        ]
+
+    def _train(
+        self, learner: Learner, samples: list[Sample], episodes: list[Episode], iteration: int
+    ) -> Trained:
+        """One learner's update on its samples: advantages, the objective's items, the step."""
+        s, processes, config = self.state, self.processes, learner.config
+        objective, search = learner.objective, learner.search
+        samples, dropped = finite_samples(samples)
+        advantages, bad_advantages = None, 0
+        if objective.needs == "advantages":
+            advantages = learner.estimator(samples, reduce=processes.sum)
+            advantages, bad_advantages = finite_advantages(advantages)
+            samples, advantages = search.add(episodes, samples, advantages)
+            flat_advantages(iteration, advantages, processes.sum, self.say)
+        if objective.refreshes_reference():
+            learner.reference.refresh()  # the reference is this iteration's starting policy
+        data = IterationData(
+            samples,
+            advantages,
+            episodes,
+            encode=search.encode,
+            reference=reference_answers(s.game, episodes),
+            terms=s.reward.labels,
+            reduce=processes.sum,
+        )
+        schedule = apply_schedules(config, learner.optimizer, objective, iteration)
+        with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
+            items = objective.prepare(data)
+        with self.phase("update", quiet=True) as told:
+            told(0, len(items))  # the bar shows the update's clock: samples trained at the end
+            steps = processes.minibatches(len(items), config.train.minibatch_size)
+            with self._memory("The update", self._update_settings(learner)), processes.updating():
+                stats = learner.updater.update(items, s.generator, steps)
+        if config.train.reference_update:
+            learner.reference.pull(config.train.reference_update)
+        with blame(f"Objective {config.objective!r}, reporting its iteration metrics,"):
+            reported = objective.iteration_metrics()
+        bad = nonfinite(iteration, dropped, bad_advantages, processes.sum, self.say)
+        prefix = "" if s.shared else f"{learner.name}/"
+        return Trained(prefix, stats, schedule, reported, search.metrics(), bad, advantages)
 
     @contextmanager
     def _memory(self, what: str, settings: str) -> Iterator[None]:
@@ -152,11 +202,11 @@ class Iteration:
                 "the run keeps its last checkpoint (resume with --resume once it fits)."
             ) from None
 
-    def _update_settings(self) -> str:
-        train = self.state.config.train
+    def _update_settings(self, learner: Learner) -> str:
+        train = learner.config.train
         if train.micro_batch_size:
             return f"train.micro_batch_size (now {train.micro_batch_size}), e.g. to half"
-        tokens = self.state.updater.micro_batch_tokens
+        tokens = learner.updater.micro_batch_tokens
         if tokens is None:
             return "train.micro_batch_tokens (now null: the whole minibatch): set it, e.g. 2048"
         now = tokens.tokens if tokens.tokens else "auto"
@@ -172,6 +222,6 @@ class Iteration:
             f"{config.generation.max_new_tokens})"
         )
 
-    def _trains(self, role: str, iteration: int) -> bool:
+    def _trains(self, learner: Learner, role: str, iteration: int) -> bool:
         """A role with ``train.stagger`` n trains every n-th iteration only."""
-        return iteration % self.state.config.train.stagger.get(role, 1) == 0
+        return iteration % learner.config.train.stagger.get(role, 1) == 0

@@ -239,7 +239,9 @@ def unscored_message(iteration: int, streak: int, reward: Any) -> str:
 
 def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None:
     """What to say at the end of a run that trained on nothing (None when it trained)."""
-    if not rows or "update_steps" not in rows[0] or any(r.get("update_steps") for r in rows):
+    # update_steps, or NAME/update_steps for each of several learners
+    steps = [key for key in rows[0] if key.split("/")[-1] == "update_steps"] if rows else []
+    if not steps or any(row.get(key) for row in rows for key in steps):
         return None
     totals: dict[str, list[float]] = {}
     for row in rows:

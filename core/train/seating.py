@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
@@ -33,11 +33,25 @@ class Seats:
     learner: Policy
     game: Game
     snapshots: Callable[[str], Policy] | None = None
+    # several learners: each one's policy by name, and the name of the learner of each role
+    learners: dict[str, Policy] = field(default_factory=dict)
+    owners: dict[Role, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._cache: dict[str, Policy] = {LEARNER: self.learner}
         self._cache[GREEDY_LEARNER] = GreedyPolicy(self.learner)
         self._cache[LOOKAHEAD_LEARNER] = LookaheadPolicy(self.learner)
+        for name, policy in self.learners.items():
+            self._cache[name] = policy
+            self._cache[f"{name}:greedy"] = GreedyPolicy(policy)
+            self._cache[f"{name}:lookahead"] = LookaheadPolicy(policy)
+
+    def holder(self, name: str, role: Role) -> str:
+        """A sampler's holder for ``role`` as this run seats it: with several learners, the
+        learner (greedy, lookahead) is the one that plays ``role``."""
+        if not self.owners or not (name == LEARNER or name.startswith(f"{LEARNER}:")):
+            return name
+        return self.owners[role] + name[len(LEARNER) :]
 
     def policy(self, holder: str) -> Policy:
         if is_snapshot(holder) and self.snapshots is not None:
@@ -66,7 +80,8 @@ def seat_matches(
     n: int,
     members: Sequence[str] = (),
 ) -> tuple[list[dict[Role, Policy]], list[int]]:
-    """Seatings and seeds for ``n`` matches; the learner's own seat rotates over the roles.
+    """Seatings and seeds for ``n`` matches; the learner's own seat rotates over the roles
+    (with several learners, every seat the sampler gives "the learner" is its role's learner).
 
     Every process draws the same ``n`` seatings and seeds from the shared ``rng`` and then
     plays its own share, so the run's randomness does not depend on the number of processes.
@@ -81,7 +96,7 @@ def seat_matches(
             if role != learner_role:
                 with blame(f"Opponent sampler {name!r}, choosing an opponent,"):
                     holder = sampler.sample(members, rng)
-            seating[role] = seats.policy(holder)
+            seating[role] = seats.policy(seats.holder(holder, role))
         seatings.append(seating)
         seeds.append(rng.randrange(2**31))
     return seatings, seeds

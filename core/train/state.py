@@ -26,19 +26,14 @@ import torch
 import torch.distributed
 
 from selfplay.api.callback import Callback
-from selfplay.api.estimator import Estimator
 from selfplay.api.game import Game
-from selfplay.api.objective import Objective
-from selfplay.api.policy import Policy
 from selfplay.api.run_view import RunView
-from selfplay.api.sampler import OpponentSampler
+from selfplay.api.sampler import LEARNER, OpponentSampler
 from selfplay.api.types import Episode
 from selfplay.core.config import RunConfig
 from selfplay.core.train.league import League
-from selfplay.core.train.reference import Reference
-from selfplay.core.train.search_targets import SearchTargets
+from selfplay.core.train.learners import Learner
 from selfplay.core.train.seating import Seats
-from selfplay.core.train.update import Updater
 
 
 @dataclass
@@ -53,64 +48,99 @@ class Progress:
 
 @dataclass
 class RunState:
-    """Every part of a run that an iteration uses or a checkpoint keeps."""
+    """Every part of a run that an iteration uses or a checkpoint keeps.
+
+    ``learners`` are the policies being trained (core/train/learners.py): one shared policy,
+    or one per group of roles; ``learner``, ``model``, ``optimizer``, ``reference``,
+    ``updater``, ``objective``, ``estimator`` and ``search`` are the first one's."""
 
     config: RunConfig
     game: Game
-    learner: Policy
+    learners: list[Learner]
     sampler: OpponentSampler
     reward: Any  # the reward pipeline (core/reward_pipeline.py): called, bound, checkpointed
-    objective: Objective
-    estimator: Estimator
     callbacks: list[tuple[str, Callback]]
-    search: SearchTargets
     rng: random.Random
     generator: torch.Generator
-    model: Any  # Fabric's wrapper of the learner's model; ``model.module`` is the plain one
-    optimizer: Any  # Fabric's wrapper of AdamW
-    reference: Reference
-    updater: Updater
     seats: Seats
     league: League
     view: RunView
     progress: Progress = field(default_factory=Progress)
 
+    @property
+    def first(self) -> Learner:
+        return self.learners[0]
+
+    @property
+    def shared(self) -> bool:
+        """Whether one shared policy plays every role (no learners named)."""
+        return len(self.learners) == 1 and self.learners[0].name == LEARNER
+
+    learner = property(lambda self: self.first.policy)
+    model = property(lambda self: self.first.model)  # Fabric's wrapper; ``.module`` is plain
+    optimizer = property(lambda self: self.first.optimizer)
+    reference = property(lambda self: self.first.reference)
+    updater = property(lambda self: self.first.updater)
+    objective = property(lambda self: self.first.objective)
+    estimator = property(lambda self: self.first.estimator)
+    search = property(lambda self: self.first.search)
+
     def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint keeps of the run (the checkpoint adds the model, whole or its
-        adapters, the reference and the config's hash: core/run/resume.py)."""
-        updater = self.updater
-        return {
-            "optimizer": self.optimizer,
-            "estimator": self.estimator.state_dict(),
+        """What a checkpoint keeps of the run (the checkpoint adds each model, whole or its
+        adapters, the reference and the config's hash: core/run/resume.py). A run of several
+        learners keeps each one's entries under ``learners/NAME`` and its optimiser at the top
+        level as ``optimizer/NAME`` (where Fabric saves objects)."""
+        state: dict[str, Any] = {
             "sampler": self.sampler.state_dict(),
             "league": self.league.state_dict(),
             "reward": self.reward.state_dict(),
-            "objective": self.objective.state_dict(),
             "callbacks": {name: callback.state_dict() for name, callback in self.callbacks},
             "rng": rng_state(self.rng, self.generator),
             "progress": self.progress.__dict__.copy(),
-            "nonfinite_streak": updater.nonfinite_streak,
-            "weight_average": updater.average.state_dict() if updater.average else {},
         }
+        if self.shared:
+            return {"optimizer": self.optimizer, **_learner_state(self.first), **state}
+        for learner in self.learners:
+            state[f"optimizer/{learner.name}"] = learner.optimizer
+            state[f"learners/{learner.name}"] = _learner_state(learner)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Put back what `state_dict` kept (the model and optimiser are loaded by Fabric).
+        """Put back what `state_dict` kept (the models and optimisers are loaded by Fabric).
         Entries added since the first release are optional, so older checkpoints load."""
-        self.reference.load_state_dict(state)
-        self.estimator.load_state_dict(state["estimator"])
+        if self.shared:
+            _load_learner_state(self.first, state)
+        else:
+            for learner in self.learners:
+                _load_learner_state(learner, state[f"learners/{learner.name}"])
         self.sampler.load_state_dict(state["sampler"])
         self.league.load_state_dict(state["league"])
         self.reward.load_state_dict(state["reward"])
-        self.objective.load_state_dict(state.get("objective", {}))
         saved_callbacks = state.get("callbacks", {})
         for name, callback in self.callbacks:
             if name in saved_callbacks:
                 callback.load_state_dict(saved_callbacks[name])
         restore_rng(state["rng"], self.rng, self.generator)
         self.progress = Progress(**state["progress"])
-        self.updater.nonfinite_streak = state["nonfinite_streak"]
-        if self.updater.average is not None:
-            self.updater.average.load_state_dict(state.get("weight_average") or {})
+
+
+def _learner_state(learner: Learner) -> dict[str, Any]:
+    updater = learner.updater
+    return {
+        "estimator": learner.estimator.state_dict(),
+        "objective": learner.objective.state_dict(),
+        "nonfinite_streak": updater.nonfinite_streak,
+        "weight_average": updater.average.state_dict() if updater.average else {},
+    }
+
+
+def _load_learner_state(learner: Learner, state: dict[str, Any]) -> None:
+    learner.reference.load_state_dict(state)
+    learner.estimator.load_state_dict(state["estimator"])
+    learner.objective.load_state_dict(state.get("objective", {}))
+    learner.updater.nonfinite_streak = state["nonfinite_streak"]
+    if learner.updater.average is not None:
+        learner.updater.average.load_state_dict(state.get("weight_average") or {})
 
 
 def rng_state(run_rng: random.Random, generator: torch.Generator) -> dict[str, Any]:

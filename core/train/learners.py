@@ -1,0 +1,56 @@
+"""The policies a run trains: one shared policy, or one learner per group of roles.
+
+A `Learner` bundles what is per-policy: its model and the optimiser, reference and updater set up
+around it, its objective, estimator and search targets, and the run's settings with its own
+(core/config_learners.py); core/run/model_setup.py builds and sets them up. Its name is its
+seat-holder name: ``learner`` for the shared policy, which plays every role; a learner of its
+own plays only its roles, and its turns are recorded under its name, so each learner trains on
+its own turns only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from selfplay.api.estimator import Estimator
+from selfplay.api.objective import Objective
+from selfplay.api.policy import Policy
+from selfplay.api.types import Role
+from selfplay.core.config import RunConfig
+from selfplay.core.train.search_targets import SearchTargets
+
+
+@dataclass
+class Learner:
+    """One policy being trained and everything it is trained with."""
+
+    name: str  # its seat-holder name: ``learner`` for the shared policy
+    roles: tuple[Role, ...]
+    config: RunConfig  # the run's settings with the learner's own
+    policy: Policy
+    objective: Objective
+    estimator: Estimator
+    search: SearchTargets
+    every: int = 1  # updated every n-th iteration
+    # set up by core/run/model_setup.py (Fabric's wrappers; ``model.module`` is the plain model)
+    model: Any = None
+    optimizer: Any = None
+    reference: Any = None
+    updater: Any = None
+
+    def trains(self, iteration: int) -> bool:
+        return iteration % self.every == 0
+
+
+def seat_holder(learners: Sequence[Learner], role: Role) -> str:
+    """The name of the learner that plays ``role``."""
+    for learner in learners:
+        if role in learner.roles:
+            return learner.name
+    raise KeyError(role)
+
+
+def policies(learners: Sequence[Learner]) -> dict[str, Policy]:
+    return {learner.name: learner.policy for learner in learners}

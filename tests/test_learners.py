@@ -1,0 +1,146 @@
+"""Several learners in one run (docs/learners.md): one model per group of roles."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from selfplay.api.errors import ConfigError
+from selfplay.core.commands.cli import main
+from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import learner_config
+from selfplay.core.run.config_loader import build_config, learner_flags
+from tests.test_loop import selfplay
+
+QUICK = [
+    "--game", "tictactoe", "--matches", "8", "--cold-start", "30", "--seed", "3",
+    "--set", "cold_start.batch_size=16",
+    "--set", "eval.matches=4", "--set", "checkpoint_every=1", "--set", "train.minibatch_size=16",
+]  # fmt: skip
+PLAYERS = ("random", "minimax")  # tic-tac-toe's scripted players
+TWO = ["--learner", "player_0", "--learner", "player_1=tiny"]
+
+
+def rows(folder: Path) -> list[dict[str, str]]:
+    with (folder / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+# ---- settings -------------------------------------------------------------------------------
+
+
+def test_a_learner_takes_the_runs_settings_and_overrides_its_own():
+    config = build_config(
+        None,
+        {"learners": learner_flags(["solver=tiny", "proposer"])},
+        ["learners.solver.train.lr=5e-5", "train.clip=0.3", "learners.solver.update_every=2"],
+    )
+    solver = learner_config(config, "solver")
+    assert solver.train.lr == 5e-5 and solver.train.clip == 0.3  # its own, and the run's
+    assert learner_config(config, "proposer").train.lr == config.train.lr
+    assert config.learners["solver"].update_every == 2
+    assert solver.learners == {}
+
+
+def test_another_model_does_not_inherit_the_runs_model_options():
+    config = RunConfig.model_validate(
+        {"model": "some/model", "model_options": {"revision": "x"}, "learners": {"a": {}}}
+    )
+    config.learners["b"] = config.learners["a"].model_copy(update={"model": "tiny"})
+    assert learner_config(config, "a").model_options == {"revision": "x"}
+    assert learner_config(config, "b").model_options == {}
+
+
+def test_a_misspelt_learner_key_names_its_path_and_the_valid_keys():
+    with pytest.raises(ConfigError) as err:
+        build_config(None, {}, ["learners.solver.train.lrr=1"])
+    assert "'learners.solver.train.lrr'" in str(err.value)
+    assert "Did you mean 'learners.solver.train.lr'" in str(err.value)
+
+
+@pytest.mark.parametrize("flag", ["=tiny", "solver=", ""])
+def test_a_malformed_learner_flag_is_refused(flag):
+    with pytest.raises(ConfigError, match="NAME=MODEL"):
+        learner_flags([flag])
+
+
+# ---- bad input: exit 2 before any run folder exists -------------------------------------------
+
+
+BAD = {
+    "a role no learner plays": (["--learner", "player_0"], "No learner plays 'player_1'"),
+    "a role claimed twice": (
+        [*TWO, "--learner", "extra", "--set", "learners.extra.roles=[player_0]"],
+        "claimed by two learners",
+    ),
+    "a learner no role uses": ([*TWO, "--learner", "judge"], "plays role 'judge'"),
+    "an unloadable model": (
+        ["--learner", "player_0", "--learner", "player_1=no-such-model"],
+        "learners.player_1.model 'no-such-model'",
+    ),
+    "per-role LoRA": ([*TWO, "--lora", "--set", "lora.per_role=true"], "per-role LoRA trains"),
+    "a pool sampler": ([*TWO, "--opponent", "pool"], "draws from a pool of snapshots"),
+    "a reserved name": (
+        ["--learner", "learner", "--set", "learners.learner.roles=[player_0,player_1]"],
+        "a learner's name",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_learners_exit_2_before_any_run_folder(case, tmp_path, capsys):
+    flags, said = BAD[case]
+    assert main(["run", *QUICK, *flags, "--out", str(tmp_path / "runs")]) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_judge_must_name_which_learner(tmp_path, capsys):
+    args = ["run", "--game", "debate", "--learner", "pro", "--learner", "con"]
+    args += ["--reward", "judge", "--set", "reward_options.judge.model=learner"]
+    assert main([*args, "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "learner:pro" in err and "learner:con" in err
+    assert not (tmp_path / "runs").exists()
+
+
+# ---- a run of two learners ------------------------------------------------------------------
+
+
+def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
+    sizes = ["--set", "learners.player_1.model_options={layers: 2}"]
+    args = [*QUICK, *TWO, *sizes]
+    straight = selfplay("run", *args, "--iterations", "2", "--out", str(tmp_path), "--name", "s")
+    assert straight.returncode == 0, straight.stderr
+    folder = tmp_path / "s"
+    first = rows(folder)[0]
+    for name in ("player_0", "player_1"):
+        assert float(first[f"{name}/update_steps"]) >= 1  # each learner took its own step
+    assert "loss" not in first  # no shared policy's columns
+    summary = json.loads((folder / "summary.json").read_text())
+    assert set(summary["after"]) == {f"{n}/{p}" for n in ("player_0", "player_1") for p in PLAYERS}
+    for name, result in summary["after"].items():  # each learner measured in its own seat only
+        assert list(result["payoff_by_role"]) == [name.split("/")[0]]
+    assert "player_1/minimax" in (folder / "summary.txt").read_text()  # the closing table
+    seats = set()
+    with (folder / "episodes.jsonl").open() as f:
+        for line in f:
+            episode = json.loads(line)
+            seats.update(f"{role}={holder}" for role, holder in episode["seats"].items())
+    assert seats == {"player_0=player_0", "player_1=player_1"}  # each learner in its own role
+    state = torch.load(folder / "checkpoints" / "iter-000002" / "state.ckpt", weights_only=False)
+    small, large = state["model/player_1"], state["model/player_0"]
+    layers = lambda weights: {k.split(".")[2] for k in weights if ".layers." in k}  # noqa: E731
+    assert len(layers(small)) == 2 and len(layers(large)) == 4  # two models, two sizes
+
+    part = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "r")
+    assert part.returncode == 0, part.stderr
+    resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "2")
+    assert resumed.returncode == 0, resumed.stderr
+    timing = ("seconds", "elapsed")
+    same = lambda row: {k: v for k, v in row.items() if not any(t in k for t in timing)}  # noqa: E731
+    assert [same(r) for r in rows(tmp_path / "r")] == [same(r) for r in rows(folder)]
