@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pyspiel")
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.game import InvalidMoveRules, TabularGame
+from selfplay.api.game import InvalidMoveRules, TabularGame, answer_text
 from selfplay.core.commands.cli import main
 from selfplay.games import kuhn_poker as kuhn
 from selfplay.games.openspiel.adapter import DOCUMENTED, OpenSpielState, game_class
@@ -45,6 +45,17 @@ def test_which_games_are_tabular_and_which_general_sum():
     assert not make("bargaining").zero_sum and make("kuhn_poker").zero_sum
     assert "mcts" not in make("liars_dice").players  # cannot resample hidden dice
     assert {"random", "mcts"} <= set(make("tic_tac_toe").players)
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_every_legal_action_has_an_answer_text_for_choosing_among_them(name):
+    """generation.choice=legal and objective=legal-pg score each legal answer's text."""
+    game = make(name)
+    state = game.reset(0)
+    role = game.to_act(state)
+    for move in game.legal_actions(state, role):
+        action = game.action_of(move, state, role)[0]
+        assert answer_text(game, action) == move
 
 
 def _kuhn_state(game, cards):
