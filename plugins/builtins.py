@@ -8,6 +8,7 @@ DEFAULT_PLUGINS = (
     "selfplay.games.rock_paper_scissors",
     "selfplay.games.negotiation",
     "selfplay.games.textarena.adapter",
+    "selfplay.games.openspiel.adapter",
     "selfplay.games.debate",
     "selfplay.games.math_solver",
     "selfplay.games.instruct",

@@ -156,13 +156,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.listing import family_members, games, games_table
+    from selfplay.core.commands.listing import family_members, family_notes, games, games_table
 
-    if args.textarena:
-        names = family_members("textarena")
-        print(json.dumps(names, indent=2) if args.json else "\n".join(names))
-        return EXIT_OK
-    return _listing(args, games(), games_table)
+    for family in ("textarena", "openspiel"):
+        if getattr(args, family):
+            names = family_members(family)
+            print(json.dumps(names, indent=2) if args.json else "\n".join(names))
+            return EXIT_OK
+    code = _listing(args, games(), games_table)
+    if not args.json:
+        from selfplay.core.commands.show import ReaderConsole
+
+        for note in family_notes():
+            ReaderConsole().print(escape(note), highlight=False)
+    return code
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -211,6 +218,11 @@ def add_games_arguments(parser: argparse.ArgumentParser) -> None:
         "--textarena",
         action="store_true",
         help="list the TextArena games (textarena:<id>) the installed extra offers",
+    )
+    parser.add_argument(
+        "--openspiel",
+        action="store_true",
+        help="list the OpenSpiel games (openspiel:<name>) the installed extra offers",
     )
 
 

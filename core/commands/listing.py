@@ -46,6 +46,17 @@ def family_members(prefix: str) -> list[str]:
     return [f"{prefix}:{member}" for member in sorted(family.members())]
 
 
+def family_notes() -> list[str]:
+    """A line per game family that says what it offers (or which extra it needs), for the
+    families that describe themselves (``summary()``)."""
+    notes = []
+    for entry in load().registries.game_families:
+        summary = getattr(entry.obj, "summary", None)
+        if callable(summary):
+            notes.append(summary())
+    return notes
+
+
 def plugins() -> list[dict[str, Any]]:
     return [
         {
