@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint
 from selfplay.core.commands.cli import main
+from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.config import RunConfig
 from selfplay.core.config_learners import learner_config
 from selfplay.core.run.config_loader import build_config, learner_flags
@@ -108,6 +110,13 @@ def test_a_judge_must_name_which_learner(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_shared_policys_run_refuses_a_learner_name(tmp_path, capsys):
+    from selfplay.core.commands.play import _chosen_learner
+
+    with pytest.raises(ConfigError, match="one shared policy"):
+        _chosen_learner(RunConfig(), tmp_path, "solver")
+
+
 # ---- a run of two learners ------------------------------------------------------------------
 
 
@@ -136,6 +145,18 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
     small, large = state["model/player_1"], state["model/player_0"]
     layers = lambda weights: {k.split(".")[2] for k in weights if ".layers." in k}  # noqa: E731
     assert len(layers(small)) == 2 and len(layers(large)) == 4  # two models, two sizes
+
+    # each learner leaves by its name: exported, measured, played and served
+    assert main(["export", str(folder), str(tmp_path / "none")]) == 2  # which one?
+    assert main(["export", str(folder), str(tmp_path / "small"), "--learner", "player_1"]) == 0
+    exported = json.loads((tmp_path / "small" / "config.json").read_text())
+    assert exported["num_hidden_layers"] == 2
+    report = evaluate_checkpoint(folder, "matches", 2, learner="player_0")
+    assert set(report["opponents"]) == set(PLAYERS)
+    loaded = load_checkpoint_policy(folder, "player_1")
+    assert loaded.roles == ("player_1",) and "player_1" in loaded.label
+    with pytest.raises(ConfigError, match="player_0, player_1"):
+        load_checkpoint_policy(folder, "nobody")
 
     part = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "r")
     assert part.returncode == 0, part.stderr

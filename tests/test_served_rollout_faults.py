@@ -124,7 +124,7 @@ def _workers_of(folder: Path) -> list[int]:
                 line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "--learner" in line and str(folder) in line:
+            if "--rollout-worker" in line and str(folder) in line:
                 found.append(int(entry.name))
     return found
 

@@ -18,12 +18,15 @@ from selfplay.core.run.build import build_game, build_sampler
 from selfplay.core.run.checkpoint import CheckpointError
 
 
-def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, Any]:
-    """``{"checkpoint": path, metric's results...}`` for a run folder or checkpoint folder."""
+def evaluate_checkpoint(
+    source: Path, metric: str, matches: int, learner: str | None = None
+) -> dict[str, Any]:
+    """``{"checkpoint": path, metric's results...}`` for a run folder or checkpoint folder (in a
+    run of several learners, of ``learner``, in its own roles)."""
     from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
 
     _, found = find_checkpoint(source)
-    loaded = load_checkpoint_policy(source)
+    loaded = load_checkpoint_policy(source, learner)
     config = loaded.config
     game = build_game(config)
     report: dict[str, Any] = {"checkpoint": str(found), "game": config.game}
@@ -32,7 +35,8 @@ def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, An
     elif metric == "matches":
         from selfplay.core.evaluate import evaluate
 
-        results = evaluate(game, loaded.policy, matches=matches, seed=config.seed + 7919)
+        seed, roles = config.seed + 7919, loaded.roles or None
+        results = evaluate(game, loaded.policy, matches=matches, seed=seed, roles=roles)
         report["opponents"] = {
             name: {key.rsplit("/", 1)[-1]: value for key, value in r.as_metrics().items()}
             for name, r in results.items()
@@ -40,6 +44,19 @@ def evaluate_checkpoint(source: Path, metric: str, matches: int) -> dict[str, An
     else:
         raise ConfigError(f"Unknown --metric {metric!r}; choose matches or exploitability.")
     return report
+
+
+def print_report(report: dict[str, Any]) -> None:
+    """The report as `selfplay eval` prints it without --json."""
+    print(f"{report['checkpoint']} ({report['game']})")
+    for key, value in report.items():
+        if key == "opponents":
+            for name, numbers in value.items():
+                shown = ("win_rate", "non_loss_rate", "mean_payoff", "invalid_rate")
+                cells = ", ".join(f"{k} {numbers[k]:.3f}" for k in shown)
+                print(f"  vs {name}: {cells}")
+        elif key not in ("checkpoint", "game"):
+            print(f"  {key}: {value:.4f}")
 
 
 def _exploitability(game: Any, policy: Any, config: Any, found: Path) -> dict[str, float]:

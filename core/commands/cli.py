@@ -236,6 +236,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         role=args.role,
         seed=args.seed,
         console=Console(),
+        learner=args.learner,
     )
     return EXIT_OK
 
@@ -247,24 +248,17 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
     add("--as", dest="role", metavar="ROLE", help="your role; default the game's first role")
     add("--opponent", metavar="scripted:PLAYER", help="play a scripted player instead")
     add("--seed", type=int, default=0, help="seed of the match (deals, dice); default 0")
+    add("--learner", metavar="NAME", help="in a run of several learners: which one")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint
+    from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint, print_report
 
-    report = evaluate_checkpoint(args.source, args.metric, args.matches)
+    report = evaluate_checkpoint(args.source, args.metric, args.matches, args.learner)
     if args.json:
         print(json.dumps(report, indent=2))
-        return EXIT_OK
-    print(f"{report['checkpoint']} ({report['game']})")
-    for key, value in report.items():
-        if key == "opponents":
-            for name, numbers in value.items():
-                shown = ("win_rate", "non_loss_rate", "mean_payoff", "invalid_rate")
-                cells = ", ".join(f"{k} {numbers[k]:.3f}" for k in shown)
-                print(f"  vs {name}: {cells}")
-        elif key not in ("checkpoint", "game"):
-            print(f"  {key}: {value:.4f}")
+    else:
+        print_report(report)
     return EXIT_OK
 
 
@@ -274,6 +268,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     add("source", type=Path, metavar="RUN_DIR|CHECKPOINT", help="the policy to measure")
     add("--metric", choices=["matches", "exploitability"], default="matches")
     add("--matches", type=int, default=100, help="matches per scripted player (metric matches)")
+    add("--learner", metavar="NAME", help="in a run of several learners: which one")
 
 
 COMMANDS = {

@@ -44,6 +44,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     add("--merge-lora", action="store_true", help="merge a LoRA run's adapters into the base")
     add("--role", help="with --merge-lora and per-role adapters: the role whose adapter to merge")
     add("--force", action="store_true", help="write into OUT even when it is not empty")
+    add("--learner", metavar="NAME", help="in a run of several learners: which one")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -56,19 +57,27 @@ def cmd_export(args: argparse.Namespace) -> int:
         note = f" ({skipped} turns without a reward left out)" if skipped else ""
         print(f"Wrote {count} steps to {path}{note}.")
         return 0
-    out = export_model(args.source, args.out, args.merge_lora, args.role, force=args.force)
+    out = export_model(
+        args.source, args.out, args.merge_lora, args.role, force=args.force, learner=args.learner
+    )
     print(f"Wrote a Hugging Face model folder: {out}")
     print("Load it with AutoModelForCausalLM.from_pretrained and AutoTokenizer.from_pretrained.")
     return 0
 
 
 def export_model(
-    source: Path, out: Path, merge_lora: bool = False, role: str | None = None, force: bool = False
+    source: Path,
+    out: Path,
+    merge_lora: bool = False,
+    role: str | None = None,
+    force: bool = False,
+    learner: str | None = None,
 ) -> Path:
-    """Write the policy of ``source`` (a run or checkpoint folder) to ``out``; returns ``out``."""
+    """Write the policy of ``source`` (a run or checkpoint folder; in a run of several
+    learners, ``learner``'s) to ``out``; returns ``out``."""
     from selfplay.core.commands.play import load_checkpoint_policy
 
-    loaded = load_checkpoint_policy(source)
+    loaded = load_checkpoint_policy(source, learner)
     policy, config = loaded.policy, loaded.config
     if not hasattr(policy, "model") or not hasattr(policy, "tokenizer"):
         raise ConfigError(

@@ -25,6 +25,7 @@ from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.types import Completion, Payoffs, Role
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import learner_config, learner_roles
 from selfplay.core.rollout import match_rng
 from selfplay.core.run import checkpoint
 from selfplay.core.run.build import build_game, build_learner, split_spec
@@ -41,6 +42,7 @@ class Opponent:
     policy: Policy
     label: str
     config: RunConfig  # the run's config for a checkpoint; defaults for a scripted player
+    roles: tuple[Role, ...] = ()  # a learner of its own: the roles it trained in (else all)
 
 
 def run_config(folder: Path) -> RunConfig:
@@ -76,26 +78,47 @@ def find_checkpoint(source: Path) -> tuple[Path, Path]:
     )
 
 
-def load_checkpoint_policy(source: Path) -> Opponent:
-    """The learner as saved in ``source`` (a run folder or a checkpoint folder)."""
+def load_checkpoint_policy(source: Path, learner: str | None = None) -> Opponent:
+    """The learner as saved in ``source`` (a run folder or a checkpoint folder); in a run of
+    several learners, the one named ``learner``."""
     import torch
 
     folder, found = find_checkpoint(source)
-    config = run_config(folder)
+    config, key, roles = _chosen_learner(run_config(folder), folder, learner)
     policy = build_learner(config)
     try:
         state = torch.load(found / "state.ckpt", map_location="cpu", weights_only=True)
         if config.lora.enabled:
-            _load_adapters(policy, config, state["adapters"])
+            _load_adapters(policy, config, state[f"adapters{key}"])
         else:
-            policy.model.load_state_dict(state["model"])
+            policy.model.load_state_dict(state[f"model{key}"])
     except Exception as err:  # EOFError, RuntimeError, UnpicklingError, KeyError, ...
         raise checkpoint.CheckpointError(
             f"Cannot read the checkpoint {found}: {type(err).__name__}: {err}."
         ) from None
     policy.model.eval()
-    policy.name = f"checkpoint {found.name}"
-    return Opponent(policy, f"the policy of {found}", config)
+    policy.name = f"checkpoint {found.name}" + (f" {learner}" if key else "")
+    return Opponent(policy, f"the policy of {found}{key and f' ({learner})'}", config, roles)
+
+
+def _chosen_learner(
+    config: RunConfig, folder: Path, learner: str | None
+) -> tuple[RunConfig, str, tuple[Role, ...]]:
+    """The settings, checkpoint key and roles of the learner asked for (``""``: the shared
+    policy's ``model``; ``/NAME``: learner NAME's ``model/NAME``)."""
+    if not config.learners:
+        if learner is not None:
+            raise ConfigError(
+                f"--learner {learner}: {folder} trained one shared policy, not several "
+                "learners; drop --learner."
+            )
+        return config, "", ()
+    names = ", ".join(config.learners)
+    if learner not in config.learners:
+        said = f"--learner {learner!r} is not one of them" if learner else "pick one"
+        raise ConfigError(f"{folder} trained several learners ({names}); {said}: --learner NAME.")
+    roles = tuple(learner_roles(learner, config.learners[learner]))
+    return learner_config(config, learner), f"/{learner}", roles
 
 
 def _newest_complete(folder: Path) -> Path:
@@ -183,6 +206,7 @@ def play_in_terminal(
     seed: int = 0,
     console: Any,
     read: Callable[[str], str] | None = None,
+    learner: str | None = None,
 ) -> Payoffs:
     """Play one match, the person against a checkpoint (``source``) or a scripted ``opponent``."""
     if (source is None) == (opponent is None):
@@ -191,13 +215,15 @@ def play_in_terminal(
             "or a scripted player (--opponent scripted:random)."
         )
     if source is not None:
-        rival = load_checkpoint_policy(source)
+        rival = load_checkpoint_policy(source, learner)
         game_name = game_name or rival.config.game
     else:
         rival = scripted_opponent(opponent or "")
         if game_name is None:
             raise ConfigError("--game is needed with --opponent, e.g. --game tictactoe.")
     game = _build_game(game_name, rival.config)
+    if role is None and rival.roles:  # a learner of its own plays its roles; you, another one
+        role = next((r for r in game.roles if r not in rival.roles), None)
     human_role = _human_role(game, role)
     _check_rival(game, rival)
 

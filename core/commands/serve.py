@@ -1,15 +1,16 @@
 """`selfplay serve`: a trained checkpoint behind an OpenAI-compatible endpoint.
 
     selfplay serve RUN_DIR|CHECKPOINT [--port 8000] [--host 127.0.0.1] [--name NAME]
-    selfplay serve RUN_DIR --learner [--threads N]      a rollout worker of a running run
+                   [--learner NAME]                     one learner of a run of several
+    selfplay serve RUN_DIR --rollout-worker [--threads N]   a rollout worker of a running run
 
 Other tools can then play, judge or face the trained model (`openai:URL#NAME` in another
 run). A LoRA run serves its base with the trained adapters, and takes more adapters at run
-time through vLLM's dynamic-LoRA endpoints (core/serving/server.py). With ``--learner`` it
-serves the run's learner as the run builds it, and takes the trainer's weights through the
-weight-transfer routes (or adapters): a rollout worker, which `selfplay run` starts itself
-with ``--set rollout.workers=N`` (docs/serving.md). Needs the ``serve`` extra:
-``pip install 'selfplay-rl[serve]'``.
+time through vLLM's dynamic-LoRA endpoints (core/serving/server.py). With
+``--rollout-worker`` it serves the run's learner as the run builds it, and takes the
+trainer's weights through the weight-transfer routes (or adapters): a rollout worker, which
+`selfplay run` starts itself with ``--set rollout.workers=N`` (docs/serving.md). Needs the
+``serve`` extra: ``pip install 'selfplay-rl[serve]'``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, local only)")
     add("--name", help="the model name clients ask for (default: the run folder's name)")
     add("--max-batch", type=int, default=32, help="requests answered in one batch (default 32)")
+    add("--learner", metavar="NAME", help="in a run of several learners: which one to serve")
     add(
-        "--learner",
+        "--rollout-worker",
         action="store_true",
         help="serve the run's learner as the run builds it, taking the trainer's weights "
         "through the weight-transfer routes: a rollout worker",
@@ -60,10 +62,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         set_threads(args.threads)
     if args.stop_with_stdin:
         threading.Thread(target=_stop_at_end_of_input, name="stdin-watch", daemon=True).start()
-    if args.learner:
+    if args.rollout_worker:
         service, label = learner_service(args.source, args.name, args.max_batch)
     else:
-        service, label = build_service(args.source, args.name, args.max_batch)
+        service, label = build_service(args.source, args.name, args.max_batch, args.learner)
     server = Server(create_app(service), args.host, args.port)
     print(f"Serving {label} as model {service.name!r}")
     print(f"  OpenAI-compatible API at {server.url}  (chat/completions, completions, models)")
@@ -92,20 +94,23 @@ def stopped_by_signal(server: Server) -> int:
     return 130 if server.server.should_exit else 0
 
 
-def build_service(source: Path, name: str | None = None, max_batch: int = 32) -> tuple[Any, str]:
-    """The chat service over the newest checkpoint of ``source``, and what it serves."""
+def build_service(
+    source: Path, name: str | None = None, max_batch: int = 32, learner: str | None = None
+) -> tuple[Any, str]:
+    """The chat service over the newest checkpoint of ``source`` (in a run of several learners,
+    ``learner``'s), and what it serves."""
     from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
     from selfplay.core.serving.server import ChatService
     from selfplay.plugins.manager import registries
 
     _require_web_stack()
     folder, _ = find_checkpoint(source)
-    loaded = load_checkpoint_policy(source)
+    loaded = load_checkpoint_policy(source, learner)
     config = loaded.config
     if not hasattr(loaded.policy, "model"):
         raise ConfigError(f"The model {config.model!r} of this run is not a model in memory.")
     roles = registries().games.get(config.game).roles if config.lora.per_role else ()
-    name = name or folder.resolve().name
+    name = name or folder.resolve().name + (f"-{learner}" if learner else "")
     if ":" in name:
         raise ConfigError(f"--name {name!r}: a model name has no ':' (it picks a role).")
     service = ChatService(

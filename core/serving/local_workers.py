@@ -55,7 +55,7 @@ class LocalWorkers:
 
     def _spawn(self, index: int) -> subprocess.Popen:
         command = [sys.executable, "-m", "selfplay.core.commands.cli", "serve", str(self.folder)]
-        command += ["--learner", "--port", "0", "--threads", str(self.threads)]
+        command += ["--rollout-worker", "--port", "0", "--threads", str(self.threads)]
         command += ["--stop-with-stdin"]
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads or 1)}
         log = (self.folder / "rollout" / f"worker-{index}.log").open("ab")
