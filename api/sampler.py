@@ -1,11 +1,13 @@
 """Opponent samplers choose who holds the non-learner seats of each match.
 
 A sampler answers with seat-holder names, never with models: ``"learner"`` is the policy being
-trained, ``"scripted:<player>"`` a game's scripted player, ``"snapshot:<iteration>"`` a
-frozen copy of the learner kept in the pool and ``"openai:<url>#<model>"`` a model played by an
-OpenAI-compatible server. The loop turns names into policies, takes the
-snapshots and plays the matches a sampler asks for, so samplers stay free of the training
-machinery and their whole state is a few lists and numbers that a checkpoint carries.
+trained (in a run of several learners, the learner of the seat's role: its turns are recorded
+as ``"learner:NAME"``), ``"scripted:<player>"`` a game's scripted player,
+``"snapshot:<iteration>"`` a frozen copy of the learner kept in the pool and
+``"openai:<url>#<model>"`` a model played by an OpenAI-compatible server. The loop turns names
+into policies, takes the snapshots and plays the matches a sampler asks for, so samplers stay
+free of the training machinery and their whole state is a few lists and numbers that a
+checkpoint carries.
 
 What the loop calls, in order, each iteration:
 
@@ -35,6 +37,8 @@ LEARNER = "learner"
 GREEDY_LEARNER = "learner:greedy"
 # the learner's argmax moves checked one move ahead against the rules (api/policy.py)
 LOOKAHEAD_LEARNER = "learner:lookahead"
+# the learner's replays, which play but never train: learner:greedy, learner:NAME:greedy
+REPLAYS = ("greedy", "lookahead")
 SNAPSHOT = "snapshot"
 SERVED = "openai"
 
@@ -50,6 +54,18 @@ def snapshot(iteration: int) -> str:
 
 def is_snapshot(name: str) -> bool:
     return name.startswith(f"{SNAPSHOT}:")
+
+
+def is_learner(name: str) -> bool:
+    """Whether a seat holder is a policy being trained: ``learner``, or ``learner:NAME`` for
+    each learner of a run of several (not the learner's greedy or lookahead replays)."""
+    kind, _, rest = name.partition(":")
+    return kind == LEARNER and rest not in REPLAYS and ":" not in rest
+
+
+def learner_seat(name: str) -> str:
+    """The seat-holder name of learner ``name`` (``learner`` for the shared policy)."""
+    return LEARNER if name == LEARNER else f"{LEARNER}:{name}"
 
 
 def is_served(name: str) -> bool:

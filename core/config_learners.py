@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 # seat-holder names a learner may not take (api/sampler.py)
-RESERVED = ("learner", "scripted", "snapshot", "openai")
+RESERVED = ("learner", "scripted", "snapshot", "openai", "greedy", "lookahead")
 
 
 class LearnerConfig(BaseModel):

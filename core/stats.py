@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from selfplay.api.sampler import LEARNER
+from selfplay.api.sampler import is_learner
 from selfplay.api.types import Episode
 
 
@@ -56,12 +56,12 @@ def episode_metrics(
     branches = sum("branch" in ep.extra for ep in episodes)
     scores = [s for ep, s in zip(episodes, scores, strict=True) if "branch" not in ep.extra]
     episodes = [ep for ep in episodes if "branch" not in ep.extra]
-    turns = [t for ep in episodes for t in ep.turns if t.seat == LEARNER]
+    turns = [t for ep in episodes for t in ep.turns if is_learner(t.seat)]
     learner_scores = [
         v
         for ep, per_role in zip(episodes, scores, strict=True)
         for role, v in per_role.items()
-        if v is not None and math.isfinite(v) and ep.seats[role] == LEARNER
+        if v is not None and math.isfinite(v) and is_learner(ep.seats[role])
     ]
     local = torch.tensor(
         [

@@ -25,7 +25,7 @@ from pydantic import Field
 from selfplay.api.callback import Callback
 from selfplay.api.errors import ConfigError
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER
+from selfplay.api.sampler import is_learner
 from selfplay.api.types import Episode
 
 ALL_ROLES = "all"
@@ -62,7 +62,7 @@ def diversity_metrics(texts: Sequence[str], prefix: str) -> dict[str, float]:
 
 
 def learner_texts(episodes: Sequence[Episode], role: str) -> list[str]:
-    return [t.text for ep in episodes for t in ep.turns if t.role == role and t.seat == LEARNER]
+    return [t.text for ep in episodes for t in ep.turns if t.role == role and is_learner(t.seat)]
 
 
 class DiversityOptions(Options):

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from selfplay.api.callback import Callback
 from selfplay.api.options import Options
-from selfplay.api.sampler import LEARNER
+from selfplay.api.sampler import is_learner
 from selfplay.api.types import Episode
 
 
@@ -71,7 +71,7 @@ class TrajectoryFilter(Callback):
         return any(
             self.screen.search(turn.text)
             for turn in episode.turns
-            if turn.seat == LEARNER and (roles is None or turn.role in roles)
+            if is_learner(turn.seat) and (roles is None or turn.role in roles)
         )
 
     def on_episodes(self, view: Any, episodes: Sequence[Episode]) -> Sequence[Episode]:

@@ -86,8 +86,10 @@ BAD = {
     ),
     "per-role LoRA": ([*TWO, "--lora", "--set", "lora.per_role=true"], "per-role LoRA trains"),
     "a pool sampler": ([*TWO, "--opponent", "pool"], "draws from a pool of snapshots"),
+    "branches": ([*TWO, "--set", "branches.positions=2"], "branches.positions with several"),
+    "served rollouts": ([*TWO, "--rollout-workers", "1"], "Served rollouts"),
     "a reserved name": (
-        ["--learner", "learner", "--set", "learners.learner.roles=[player_0,player_1]"],
+        ["--learner", "greedy", "--set", "learners.greedy.roles=[player_0,player_1]"],
         "a learner's name",
     ),
 }
@@ -140,7 +142,7 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
         for line in f:
             episode = json.loads(line)
             seats.update(f"{role}={holder}" for role, holder in episode["seats"].items())
-    assert seats == {"player_0=player_0", "player_1=player_1"}  # each learner in its own role
+    assert seats == {"player_0=learner:player_0", "player_1=learner:player_1"}  # its own role
     state = torch.load(folder / "checkpoints" / "iter-000002" / "state.ckpt", weights_only=False)
     small, large = state["model/player_1"], state["model/player_0"]
     layers = lambda weights: {k.split(".")[2] for k in weights if ".layers." in k}  # noqa: E731

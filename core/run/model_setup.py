@@ -19,7 +19,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.sampler import LEARNER, OpponentSampler
+from selfplay.api.sampler import LEARNER, OpponentSampler, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
 from selfplay.core.config_learners import NAME, RESERVED, learner_config, learner_roles
@@ -61,7 +61,7 @@ def _built(
     estimator = build_estimator(config)
     estimator.bind(game.name, game.roles)
     policy = build_learner(config, what)
-    policy.name = name
+    policy.name = learner_seat(name)  # what its turns record as their seat
     search = SearchTargets(game, config.train.search_weight, policy)
     return Learner(name, roles, config, policy, objective, estimator, search, every)
 
@@ -112,6 +112,11 @@ def check_learners(config: RunConfig, game: Game) -> None:
         raise ConfigError(
             "Served rollouts (rollout.workers, rollout.servers) with several learners are not "
             "built yet: generate in-process (rollout.workers=0), or train one shared policy."
+        )
+    if config.branches.positions:
+        raise ConfigError(
+            "branches.positions with several learners is not built yet (branches are played "
+            "from the shared policy's positions): set it to 0, or train one shared policy."
         )
 
 

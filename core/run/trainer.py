@@ -182,7 +182,7 @@ class Trainer:
             self.backend = served_backend(config, seat, model, shared, threads, self._say, cores)
             seat = self.backend.learner
         several = policies(parts.learners) if config.learners else {}
-        owners = {role: learner.name for learner in parts.learners for role in learner.roles}
+        owners = {role: learner.seat for learner in parts.learners for role in learner.roles}
         seats = Seats(
             seat,
             parts.game,

@@ -2,10 +2,10 @@
 
 A `Learner` bundles what is per-policy: its model and the optimiser, reference and updater set up
 around it, its objective, estimator and search targets, and the run's settings with its own
-(core/config_learners.py); core/run/model_setup.py builds and sets them up. Its name is its
-seat-holder name: ``learner`` for the shared policy, which plays every role; a learner of its
-own plays only its roles, and its turns are recorded under its name, so each learner trains on
-its own turns only.
+(core/config_learners.py); core/run/model_setup.py builds and sets them up. The shared policy
+(named ``learner``) plays every role; a learner of its own plays only its roles, and its turns
+are recorded under its seat-holder name ``learner:NAME``, so each learner trains on its own
+turns only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from selfplay.api.estimator import Estimator
 from selfplay.api.objective import Objective
 from selfplay.api.policy import Policy
+from selfplay.api.sampler import learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
 from selfplay.core.train.search_targets import SearchTargets
@@ -40,6 +41,11 @@ class Learner:
     reference: Any = None
     updater: Any = None
 
+    @property
+    def seat(self) -> str:
+        """Its seat-holder name: ``learner``, or ``learner:NAME`` beside other learners."""
+        return learner_seat(self.name)
+
     def trains(self, iteration: int) -> bool:
         return iteration % self.every == 0
 
@@ -48,9 +54,10 @@ def seat_holder(learners: Sequence[Learner], role: Role) -> str:
     """The name of the learner that plays ``role``."""
     for learner in learners:
         if role in learner.roles:
-            return learner.name
+            return learner.seat
     raise KeyError(role)
 
 
 def policies(learners: Sequence[Learner]) -> dict[str, Policy]:
-    return {learner.name: learner.policy for learner in learners}
+    """Each learner's policy by its seat-holder name."""
+    return {learner.seat: learner.policy for learner in learners}

@@ -141,7 +141,7 @@ class Iteration:
         """The learner's turns of the iteration, with their returns, when it trains now."""
         train = learner.config.train
         invalid = invalid_return(learner.config)
-        samples = episode_samples(episodes, scores, learner.name, train.gamma, invalid)
+        samples = episode_samples(episodes, scores, learner.seat, train.gamma, invalid)
         return [
             sample
             for sample in samples

@@ -18,6 +18,7 @@ from typing import Any
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.reward import EpisodeScores, RoleScores
+from selfplay.api.sampler import is_learner
 from selfplay.api.tasks import ReferenceAnswers
 from selfplay.api.types import Episode
 
@@ -310,7 +311,7 @@ def check_scored(
     """
     import torch
 
-    turns = sum(1 for ep in episodes for t in ep.turns if t.seat == "learner" and t.token_ids)
+    turns = sum(1 for ep in episodes for t in ep.turns if is_learner(t.seat) and t.token_ids)
     counted = reduce(torch.tensor([len(samples), turns], dtype=torch.float64)).tolist()
     streak = streak + 1 if counted[1] and not counted[0] else 0
     if streak >= MAX_UNSCORED:
