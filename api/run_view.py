@@ -36,6 +36,9 @@ class RunView:
     (``learner``, ``scripted:random``, ``snapshot:5``) into its policy; ``barrier()`` waits for
     every process; ``say(text)`` prints a line on the console of process 0;
     ``reset_optimizer()`` forgets the optimiser's moments (after restoring older weights).
+    ``learner`` is the policy being trained; in a run of several learners (docs/learners.md)
+    the first one, and ``learners`` holds each one's policy by its seat-holder name
+    (``learner:NAME``; empty with one shared policy).
     """
 
     config: Any  # the run's RunConfig (pydantic); read it, never change it
@@ -52,6 +55,7 @@ class RunView:
     barrier: Callable[[], None] = _nothing
     say: Callable[[str], None] = print
     reset_optimizer: Callable[[], None] = _nothing
+    learners: dict[str, Policy] = dataclasses.field(default_factory=dict)
 
     def at(self, iteration: int) -> RunView:
         """The same view at another iteration."""

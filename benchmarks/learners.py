@@ -120,7 +120,8 @@ def math(args: argparse.Namespace) -> None:
             "--learner", "proposer", "--learner", "solver",
             "--set", "learners.proposer.model_options={layers: 2}",
             "--set", "generation.max_new_tokens=24", "--set", "eval.matches=100",
-            "--set", "game_options.topics=[sums]", "--set", f"cold_start.steps={args.cold_start}",
+            "--set", "game_options.topics=[arithmetic]",
+            "--set", f"cold_start.steps={args.cold_start}",
             "--set", "checkpoint_every=1000", "--eval-every", "1",
         ]  # fmt: skip
         if not (folder / "summary.json").exists():

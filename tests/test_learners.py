@@ -167,3 +167,18 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
     timing = ("seconds", "elapsed")
     same = lambda row: {k: v for k, v in row.items() if not any(t in k for t in timing)}  # noqa: E731
     assert [same(r) for r in rows(tmp_path / "r")] == [same(r) for r in rows(folder)]
+
+
+def test_two_learners_train_in_two_processes_with_identical_weights(tmp_path):
+    digests = tmp_path / "digests"
+    out = selfplay(
+        "run", *QUICK, *TWO, "--iterations", "2", "--devices", "2", "--strategy", "ddp",
+        "--set", "callbacks=[test-digest]", "--out", str(tmp_path), "--name", "ddp",
+        env={"SELFPLAY_TEST_DIGESTS": str(digests)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    ranks = sorted(p.read_text() for p in digests.iterdir())
+    assert len(ranks) == 2 and ranks[0] == ranks[1]  # both learners' weights, on both
+    table = rows(tmp_path / "ddp")
+    assert [int(r["matches"]) for r in table] == [8, 8]  # both processes' matches counted
+    assert all(float(r["player_1/update_steps"]) >= 1 for r in table)

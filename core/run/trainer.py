@@ -204,6 +204,7 @@ class Trainer:
             barrier=fabric.barrier,
             say=self._say,
             reset_optimizer=self._reset_optimizer,
+            learners=several,
         )
         if config.hardware.malloc_trim:
             for learner in parts.learners:  # between backward passes

@@ -35,9 +35,10 @@ class WeightDigest(Callback):
 
     def on_train_end(self, view, result):
         digest = hashlib.sha256()
-        for name, tensor in sorted(view.learner.model.state_dict().items()):
-            digest.update(name.encode())
-            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        for policy in [view.learner, *view.learners.values()]:  # every learner of the run
+            for name, tensor in sorted(policy.model.state_dict().items()):
+                digest.update(name.encode())
+                digest.update(tensor.detach().contiguous().numpy().tobytes())
         folder = Path(os.environ["SELFPLAY_TEST_DIGESTS"])
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"rank-{view.rank}").write_text(digest.hexdigest())
