@@ -126,7 +126,11 @@ def runs(tmp_path_factory):
         "kuhn": ["--game", "kuhn-poker", "--cold-start", "2"],
         "debate": ["--game", "debate", "--reward", "judge", "--cold-start", "0"],
         "lora": ["--game", "tictactoe", "--lora", "--cold-start", "0"],
-    }
+        "learners": [
+            "--game", "math-proposer-solver", "--learner", "proposer", "--learner", "solver",
+            "--cold-start", "0", "--set", "generation.max_new_tokens=16",
+        ],
+    }  # fmt: skip
 
     def run(name: str) -> Path:
         if name not in made:
@@ -144,6 +148,8 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
     words = shlex.split(command)[1:]
 
     def source() -> Path:
+        if "--learner" in command:
+            return runs("learners")
         if "exploitability" in command or "kuhn" in command:
             return runs("kuhn")
         if "debate" in command or "--role pro" in command or "deb2" in command:
