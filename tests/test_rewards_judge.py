@@ -11,6 +11,7 @@ from selfplay.api.policy import MockPolicy
 from selfplay.api.reward import RewardContext, RewardError
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
+from selfplay.core.config import RunConfig
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
 from selfplay.core.run.build import build_learner
@@ -316,3 +317,17 @@ def test_a_judge_asks_in_batches_and_shows_its_progress_through_the_run():
     models.policy._respond = lambda req: f"Score: {req.rng.randrange(11)}"
     assert whole([episode(seed) for seed in range(5)]) == batched  # same answers, one call
     assert models.policy.calls == [5]
+
+
+def test_a_judge_model_is_loaded_once_whatever_its_answer_length(monkeypatch):
+    from selfplay.core.models import loading
+
+    config = RunConfig(model="tiny")
+    models = RewardModels(config, build_learner(config))
+    built = []
+    real = loading.build_model
+    monkeypatch.setattr(loading, "build_model", lambda *a, **k: built.append(1) or real(*a, **k))
+    short, long = models("tiny", max_new_tokens=4), models("tiny", max_new_tokens=32)
+    assert len(built) == 1 and short.model is long.model  # one copy of the weights
+    assert (short.max_new_tokens, long.max_new_tokens) == (4, 32)
+    assert models("tiny").max_new_tokens == config.generation.max_new_tokens

@@ -19,6 +19,7 @@ copied here.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -47,7 +48,14 @@ class RewardModels:
     def __call__(self, name: str, *, max_new_tokens: int | None = None) -> Policy:
         key = (name, max_new_tokens)
         if key not in self._made:
-            self._made[key] = self._make(name, max_new_tokens)
+            twin = next((p for (n, _), p in self._made.items() if n == name), None)
+            if twin is not None and hasattr(twin, "model") and hasattr(twin, "max_new_tokens"):
+                # the same weights with another answer length: never a second copy in memory
+                twin = copy.copy(twin)
+                twin.max_new_tokens = max_new_tokens or self.config.generation.max_new_tokens
+                self._made[key] = twin
+            else:
+                self._made[key] = self._make(name, max_new_tokens)
         return self._made[key]
 
     def measure(self, name: str, messages: Sequence[Message]) -> tuple[int, int] | None:
