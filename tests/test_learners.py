@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,54 @@ def test_two_learners_train_in_two_processes_with_identical_weights(tmp_path):
     table = rows(tmp_path / "ddp")
     assert [int(r["matches"]) for r in table] == [8, 8]  # both processes' matches counted
     assert all(float(r["player_1/update_steps"]) >= 1 for r in table)
+
+
+def reordered_tokenizer_folder(path: Path) -> Path:
+    """A tiny model whose tokenizer gives every character another id and has a chat template
+    of its own: the same text, other tokens."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from selfplay.core.models.tiny import build_tiny
+    from selfplay.core.models.tokenizer import CHARACTERS, SPECIAL_TOKENS
+
+    vocabulary = {t: i for i, t in enumerate([*SPECIAL_TOKENS, *reversed(CHARACTERS)])}
+    core = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens(list(SPECIAL_TOKENS))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
+        unk_token="<unk>", padding_side="left", model_max_length=256,
+    )  # fmt: skip
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant: {% endif %}"
+    )
+    model, _ = build_tiny(seed=5)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_each_seat_renders_its_prompt_with_its_own_learners_tokenizer(tmp_path):
+    from selfplay.core.models.tokenizer import build_char_tokenizer
+
+    other = reordered_tokenizer_folder(tmp_path / "other")
+    args = [*QUICK, "--learner", "player_0", "--learner", f"player_1={other}"]
+    out = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "t")
+    assert out.returncode == 0, out.stderr
+    from transformers import AutoTokenizer
+
+    theirs, ours = AutoTokenizer.from_pretrained(other), build_char_tokenizer()
+    seen = set()
+    with (tmp_path / "t" / "episodes.jsonl").open() as f:
+        for line in f:
+            for turn in json.loads(line)["turns"]:
+                tokenizer = theirs if turn["seat"] == "learner:player_1" else ours
+                text = tokenizer.decode(turn["prompt_ids"])
+                # its own template: "user: ..." for player_1, the plain role tags for player_0
+                assert ("user: " in text) == (turn["seat"] == "learner:player_1"), text
+                assert re.search(r"[0-9xo]{3}\|[0-9xo]{3}\|[0-9xo]{3}", text)  # the board, read
+                seen.add(turn["seat"])
+    assert seen == {"learner:player_0", "learner:player_1"}
