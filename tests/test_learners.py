@@ -123,10 +123,10 @@ def test_a_shared_policys_run_refuses_a_learner_name(tmp_path, capsys):
 # ---- a run of two learners ------------------------------------------------------------------
 
 
-def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
+def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path, kill_at_iteration):
     sizes = ["--set", "learners.player_1.model_options={layers: 2}"]
     args = [*QUICK, *TWO, *sizes]
-    straight = selfplay("run", *args, "--iterations", "2", "--out", str(tmp_path), "--name", "s")
+    straight = selfplay("run", *args, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
     assert straight.returncode == 0, straight.stderr
     folder = tmp_path / "s"
     first = rows(folder)[0]
@@ -144,7 +144,7 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
             episode = json.loads(line)
             seats.update(f"{role}={holder}" for role, holder in episode["seats"].items())
     assert seats == {"player_0=learner:player_0", "player_1=learner:player_1"}  # its own role
-    state = torch.load(folder / "checkpoints" / "iter-000002" / "state.ckpt", weights_only=False)
+    state = torch.load(folder / "checkpoints" / "iter-000003" / "state.ckpt", weights_only=False)
     small, large = state["model/player_1"], state["model/player_0"]
     layers = lambda weights: {k.split(".")[2] for k in weights if ".layers." in k}  # noqa: E731
     assert len(layers(small)) == 2 and len(layers(large)) == 4  # two models, two sizes
@@ -161,9 +161,14 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path):
     with pytest.raises(ConfigError, match="player_0, player_1"):
         load_checkpoint_policy(folder, "nobody")
 
-    part = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "r")
-    assert part.returncode == 0, part.stderr
-    resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "2")
+    from selfplay.core.commands.serve import build_service
+
+    service, label = build_service(folder, learner="player_1")
+    assert service.name == "s-player_1" and "(player_1)" in label
+
+    # killed after its second iteration, resumed from that checkpoint to the third
+    kill_at_iteration([*args, "--iterations", "3", "--out", str(tmp_path), "--name", "r"])
+    resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "3")
     assert resumed.returncode == 0, resumed.stderr
     timing = ("seconds", "elapsed")
     same = lambda row: {k: v for k, v in row.items() if not any(t in k for t in timing)}  # noqa: E731
