@@ -119,7 +119,7 @@ def math(args: argparse.Namespace) -> None:
             "--name", name, "--iterations", str(args.iterations), "--matches", str(args.matches),
             "--learner", "proposer", "--learner", "solver",
             "--set", "learners.proposer.model_options={layers: 2}",
-            "--set", "generation.max_new_tokens=24", "--set", "eval.matches=100",
+            "--set", "generation.max_new_tokens=80", "--set", "eval.matches=50",
             "--set", "game_options.topics=[arithmetic]",
             "--set", f"cold_start.steps={args.cold_start}",
             "--set", "checkpoint_every=1000", "--eval-every", "1",

@@ -239,3 +239,29 @@ def test_each_seat_renders_its_prompt_with_its_own_learners_tokenizer(tmp_path):
                 assert re.search(r"[0-9xo]{3}\|[0-9xo]{3}\|[0-9xo]{3}", text)  # the board, read
                 seen.add(turn["seat"])
     assert seen == {"learner:player_0", "learner:player_1"}
+
+
+def test_the_joint_table_takes_each_role_from_its_learner():
+    from selfplay.core.models.loading import build_learner
+    from selfplay.core.models.policy_table import joint_table, policy_table
+    from selfplay.core.run.build import build_game
+
+    config = build_config(None, {"game": "kuhn-poker"}, ["model_options={model_seed: 1}"])
+    game = build_game(config)
+    first, second = build_learner(build_config(None, {"game": "kuhn-poker"})), build_learner(config)
+    joint = joint_table(game, {"player_0": first, "player_1": second})
+    alone = {name: policy_table(p, game) for name, p in (("a", first), ("b", second))}
+    roles = {info.key: info.role for info in game.information_sets()}
+    assert set(joint) == set(roles)
+    for key, role in roles.items():
+        assert joint[key] == alone["a" if role == "player_0" else "b"][key]
+    assert alone["a"] != alone["b"]  # two different models, so the test can tell them apart
+
+
+def test_two_learners_report_their_joint_exploitability(tmp_path):
+    args = ["--game", "kuhn-poker", "--matches", "8", "--cold-start", "0", "--seed", "1"]
+    args += ["--set", "eval.matches=4", "--learner", "player_0", "--learner", "player_1"]
+    out = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "k")
+    assert out.returncode == 0, out.stderr
+    value = float(rows(tmp_path / "k")[0]["exploitability/last"])
+    assert 0.0 < value < 2.0  # Kuhn's exploitability is at most a few chips

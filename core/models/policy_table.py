@@ -29,7 +29,7 @@ chooses the same answer whatever shares its batch.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -50,9 +50,12 @@ def is_tabular(game: Any) -> bool:
 
 
 @torch.no_grad()
-def policy_table(policy: Any, game: TabularGame, temperature: float = 1.0) -> Table:
-    """``{info set key: {action: probability}}`` of an `HFPolicy` (see the module doc)."""
-    infos = game.information_sets()
+def policy_table(
+    policy: Any, game: TabularGame, temperature: float = 1.0, roles: Sequence[str] | None = None
+) -> Table:
+    """``{info set key: {action: probability}}`` of an `HFPolicy` (see the module doc), at
+    the information sets of ``roles`` only when given."""
+    infos = [i for i in game.information_sets() if roles is None or i.role in roles]
     table: Table = {}
     for role in sorted({info.role for info in infos}):
         mine = [info for info in infos if info.role == role]
@@ -62,6 +65,15 @@ def policy_table(policy: Any, game: TabularGame, temperature: float = 1.0) -> Ta
         else:
             with context:
                 table.update(_score_role(policy, game, mine, temperature))
+    return table
+
+
+def joint_table(game: TabularGame, players: Mapping[str, Any], temperature: float = 1.0) -> Table:
+    """The table of a profile in which each role is played by its own policy (``players``:
+    role -> policy), as several learners play a game."""
+    table: Table = {}
+    for role, policy in players.items():
+        table.update(policy_table(policy, game, temperature, roles=[role]))
     return table
 
 

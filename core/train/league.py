@@ -26,7 +26,7 @@ from selfplay.api.errors import blame
 from selfplay.api.ratings import Ratings, score_of
 from selfplay.api.sampler import LEARNER, Pool, snapshot
 from selfplay.api.types import Episode
-from selfplay.core.models.policy_table import Table, is_tabular, policy_table
+from selfplay.core.models.policy_table import Table, is_tabular, joint_table, policy_table
 from selfplay.core.rollout import play
 
 if TYPE_CHECKING:
@@ -49,8 +49,7 @@ class League:
         self.tables: dict[str, Table] = {}  # snapshot name -> its policy table
         self.iterates: list[Table] = []
         self.retired: list[str] = []  # evicted since the last checkpoint; deleted after the next
-        # exact exploitability of the shared policy (several learners: not measured yet)
-        self.tabular = is_tabular(self.game) and not self.config.learners
+        self.tabular = is_tabular(self.game)
 
     @property
     def members(self) -> list[str]:
@@ -149,7 +148,12 @@ class League:
     # ---- exploitability ---------------------------------------------------------------------
 
     def _learner_table(self) -> Table:
-        return policy_table(self.learner, self.game, self.config.generation.temperature)
+        """The shared policy's table, or the joint one of several learners (each its roles)."""
+        temperature = self.config.generation.temperature
+        if not self.seats.owners:
+            return policy_table(self.learner, self.game, temperature)
+        players = {role: self.seats.policy(seat) for role, seat in self.seats.owners.items()}
+        return joint_table(self.game, players, temperature)
 
     def _exploitability(self) -> dict[str, float]:
         game = self.game
