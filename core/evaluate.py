@@ -247,10 +247,13 @@ def summary_table(
 ) -> Table:
     """The run's closing table: per opponent, a row before training and a row after."""
     table = Table(title=title)
-    columns = ("opponent", "", "win rate [95% CI]", "non-loss [95% CI]", "payoff", "invalid")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("opponent", "") else "right")
     names = list(before) + [name for name in after if name not in before]
+    # several learners: rows named learner/opponent, never cut short
+    first = "learner/opponent" if any("/" in name for name in names) else "opponent"
+    widest = max((len(name) for name in names), default=0)
+    table.add_column(first, justify="left", no_wrap=True, min_width=min(widest, 40))
+    for column in ("", "win rate [95% CI]", "non-loss [95% CI]", "payoff", "invalid"):
+        table.add_column(column, justify="left" if not column else "right")
     for name in names:
         for when, result in (("before", before.get(name)), ("after", after.get(name))):
             cells = [show(result) for show in _CELLS] if result else ["–"] * len(_CELLS)
