@@ -244,7 +244,7 @@ def _check_recipe(recipe: Any, plugin: str) -> None:
 
 
 def _check_suite(suite: Any, plugin: str) -> None:
-    from selfplay.api.suite import Suite
+    from selfplay.api.tasks import Suite
 
     if not isinstance(suite, Suite):
         raise PluginError(f"Plugin {plugin} registered {suite!r} as a suite; pass a Suite.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selfplay.api.suite import Bench, Figures, Suite
+from selfplay.api.tasks import Bench, Figures, Suite
 from selfplay.api.types import Episode, Role
 from selfplay.games.tictactoe import MARKS, minimax_value
 from selfplay.plugins.hookspecs import hookimpl

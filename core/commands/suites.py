@@ -6,7 +6,7 @@
 The host builds the policy, lends the suite a bench (its games, greedy seeded matches against
 scripted players, the policy's table), runs it once per seed and reports every figure's mean
 over the seeds with its min-max spread and standard deviation; ``--json`` adds each seed's
-value. Suites register through the ``register_suites`` hook (api/suite.py).
+value. Suites register through the ``register_suites`` hook (api/tasks.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
 from selfplay.api.policy import Policy, ScriptedPolicy
-from selfplay.api.suite import Suite
+from selfplay.api.tasks import Suite
 from selfplay.api.types import Episode, Role
 
 DEFAULT_SEEDS = (0, 1, 2)
