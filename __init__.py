@@ -22,6 +22,7 @@ from selfplay.api.recipe import Recipe
 from selfplay.api.reward import Reward
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import OpponentSampler
+from selfplay.api.tasks import Suite
 from selfplay.api.types import Completion, Episode, Message, Turn
 from selfplay.api.verifier import Verdict, Verifier
 from selfplay.plugins.hookspecs import hookimpl
@@ -58,6 +59,7 @@ __all__ = [
     "Sample",
     "Scored",
     "ScriptedPolicy",
+    "Suite",
     "Turn",
     "Verdict",
     "Verifier",

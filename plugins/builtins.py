@@ -43,4 +43,5 @@ DEFAULT_PLUGINS = (
     "selfplay.recipes.instruct",
     "selfplay.recipes.kuhn_poker",
     "selfplay.recipes.math",
+    "selfplay.suites.solver",
 )

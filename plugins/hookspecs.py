@@ -67,6 +67,11 @@ def register_recipes(register):
 
 
 @hookspec
+def register_suites(register):
+    """Register evaluation suites: ``register(SuiteInstance)``; the name is ``suite.name``."""
+
+
+@hookspec
 def register_trackers(register):
     """Register metric trackers: ``register(name, factory)``; ``factory(folder, config,
     run_id=None, **options)`` makes a Tracker (``log(row, step)``, ``finalize(status)``)."""

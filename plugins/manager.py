@@ -207,6 +207,13 @@ def _register_for(kind: str, regs: Registries, info: PluginInfo) -> Callable[...
             record(recipe.name, recipe)
 
         return register_recipe
+    if kind == "suites":
+
+        def register_suite(suite: Any) -> None:
+            _check_suite(suite, label)
+            record(suite.name, suite)
+
+        return register_suite
     if kind == "commands":
 
         def register_command(name: str, run: Callable, help: str = "", add_arguments=None) -> None:
@@ -234,6 +241,16 @@ def _check_recipe(recipe: Any, plugin: str) -> None:
     bad = [key for key in recipe.settings if not isinstance(key, str) or not key.strip()]
     if bad:
         raise PluginError(f"Plugin {plugin}: recipe {recipe.name!r} has setting keys {bad!r}.")
+
+
+def _check_suite(suite: Any, plugin: str) -> None:
+    from selfplay.api.tasks import Suite
+
+    if not isinstance(suite, Suite):
+        raise PluginError(f"Plugin {plugin} registered {suite!r} as a suite; pass a Suite.")
+    for attr in ("name", "description", "games"):
+        if not hasattr(suite, attr):
+            raise PluginError(f"Plugin {plugin}: suite {type(suite).__name__} has no {attr!r}.")
 
 
 def _installed() -> bool:

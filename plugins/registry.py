@@ -120,6 +120,7 @@ KINDS = {
     "models": "model",
     "callbacks": "callback",
     "recipes": "recipe",
+    "suites": "suite",
     "trackers": "tracker",
     "commands": "command",
 }
@@ -137,6 +138,7 @@ class Registries:
     models: Registry = field(default_factory=lambda: Registry("model"))
     callbacks: Registry = field(default_factory=lambda: Registry("callback"))
     recipes: Registry = field(default_factory=lambda: Registry("recipe"))
+    suites: Registry = field(default_factory=lambda: Registry("suite"))
     trackers: Registry = field(default_factory=lambda: Registry("tracker"))
     commands: Registry = field(default_factory=lambda: Registry("command"))
 

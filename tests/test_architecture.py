@@ -3,8 +3,9 @@ core never imports a plug-in. docs/architecture.md draws the same picture.
 
 api/        imports nothing of selfplay but api/
 plugins/    knows api/ and itself
-games/, rewards/, verifiers/, opponents/, monitors/, recipes/   never import core/; games/
-            never imports opponents/ (shared rules such as the band live in api/)
+games/, rewards/, verifiers/, opponents/, monitors/, recipes/, suites/
+            never import core/; games/ never imports opponents/ (shared rules such as the
+            band live in api/)
 core/       builds plug-ins by name from the registries; inside it, floors lowest first:
             the top (config schema, rollout, evaluation, stats, reward pipeline) <
             algorithms/, models/ < serving/ < train/ (the iteration) < run/ (the run) <
@@ -29,8 +30,9 @@ from selfplay.core.run.config_loader import build_config
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = (
     "api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors", "recipes",
+    "suites",
 )  # fmt: skip
-PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes")
+PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes", "suites")
 # core's rooms, lowest first: a room imports only rooms below it (and itself)
 CORE_FLOORS = {
     "top": 0, "algorithms": 1, "models": 1, "serving": 2, "train": 3, "run": 4, "commands": 5,

@@ -7,7 +7,8 @@ another host, a login, a model file shipped elsewhere) are skipped with the reas
 ``run.yaml``) are filled from fixtures: small runs made once per module. Training commands
 are cut to size by appended flags (``--iterations 1 --matches 2 --cold-start 0 --set
 eval.matches=2``; a later flag wins), so they show that the command is accepted and its
-game, reward and objective run, not that they learn. A sample of the training commands runs
+game, reward and objective run, not that they learn; an evaluation suite likewise gets
+``--matches 2 --seeds 0``. A sample of the training commands runs
 in every test run; the rest are marked ``slow`` (``pytest -m slow``).
 """
 
@@ -183,6 +184,8 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
             (tmp_path / "run.yaml").write_text("game: tictactoe\nmatches: 2\n")
             word = str(tmp_path / "run.yaml")
         out.append(word)
+    if "--suite" in words:  # a suite is cut to size like a run: a later flag wins
+        return [*out, "--matches", "2", "--seeds", "0"]
     if trains(command):
         if "--resume" in words:
             return [*out, "--iterations", "2"]

@@ -31,6 +31,7 @@ from selfplay.core.commands.export import add_export_arguments, cmd_export
 from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
+from selfplay.core.commands.suites import add_suite_arguments
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT = 0, 1, 2, 3, 4
 EXIT_ROLLOUT, EXIT_MEMORY, EXIT_INTERRUPTED = 5, 6, 130
@@ -253,7 +254,10 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint, print_report
+    from selfplay.core.commands.suites import cmd_suite
 
+    if args.suite is not None or args.model is not None or args.source is None:
+        return cmd_suite(args)
     report = evaluate_checkpoint(args.source, args.metric, args.matches, args.learner)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -265,10 +269,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     add_json(parser)
     add = parser.add_argument
-    add("source", type=Path, metavar="RUN_DIR|CHECKPOINT", help="the policy to measure")
+    add("source", nargs="?", type=Path, metavar="RUN_DIR|CHECKPOINT", help="policy to measure")
     add("--metric", choices=["matches", "exploitability"], default="matches")
-    add("--matches", type=int, default=100, help="matches per scripted player (metric matches)")
+    add("--matches", type=int, default=100, help="matches per scripted player (and seed)")
     add("--learner", metavar="NAME", help="in a run of several learners: which one")
+    add_suite_arguments(parser)
 
 
 COMMANDS = {
