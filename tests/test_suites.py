@@ -119,3 +119,14 @@ def test_eval_without_a_policy_exits_2(capsys):
     assert main(["eval"]) == 2
     said = " ".join(capsys.readouterr().err.split())
     assert "--suite solver --model tiny" in said
+
+
+def test_a_runs_own_game_is_measured_with_the_runs_options():
+    from selfplay.core.commands.suites import HostBench
+    from selfplay.core.config import RunConfig
+
+    trained = RunConfig(game="tictactoe", game_options={"compact": True})
+    bench = HostBench(policy=None, config=trained)  # type: ignore[arg-type]
+    assert bench.game("tictactoe").options.compact  # the prompt form the run learned
+    assert not HostBench(policy=None).game("tictactoe").options.compact  # type: ignore[arg-type]
+    assert bench.game("kuhn-poker").name == "kuhn-poker"  # another game: its defaults

@@ -53,13 +53,19 @@ class HostBench:
         policy: Policy,
         temperature: float = 1.0,
         progress: Callable[[int, int, int], None] | None = None,
+        config: Any = None,
     ) -> None:
         self.policy, self.temperature, self.progress = policy, temperature, progress
+        self.config = config  # the run's settings, when the policy is a run's
 
     def game(self, name: str) -> Game:
+        """The suite's game: with the run's options when the run trained on it (the prompt
+        form it learned, e.g. tic-tac-toe's compact board), else with its defaults."""
         from selfplay.core.config import RunConfig
         from selfplay.core.run.build import build_game
 
+        if self.config is not None and self.config.game == name:
+            return build_game(RunConfig(game=name, game_options=self.config.game_options))
         return build_game(RunConfig(game=name))
 
     def matches(
@@ -114,8 +120,9 @@ def run_suite(
     }
 
 
-def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str]:
-    """(policy, sampling temperature, what it is) from a run/checkpoint folder or --model."""
+def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any]:
+    """(policy, sampling temperature, what it is, the run's config or None) from a
+    run/checkpoint folder or --model."""
     if (args.source is None) == (args.model is None):
         raise ConfigError(
             "Name one policy: a run folder or checkpoint folder (selfplay eval --suite solver "
@@ -129,12 +136,12 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str]:
         policy = build_learner(config)
         if getattr(policy, "model", None) is not None:
             policy.model.eval()
-        return policy, config.generation.temperature, f"model {args.model}"
+        return policy, config.generation.temperature, f"model {args.model}", None
     from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
 
     _, found = find_checkpoint(Path(args.source))
     loaded = load_checkpoint_policy(Path(args.source), args.learner)
-    return loaded.policy, loaded.config.generation.temperature, str(found)
+    return loaded.policy, loaded.config.generation.temperature, str(found), loaded.config
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -144,8 +151,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
             "suite with its policy (selfplay eval --suite solver --model tiny)."
         )
     suite = find_suite(args.suite)
-    policy, temperature, measured = load_policy(args)
-    bench = HostBench(policy, temperature)
+    policy, temperature, measured, config = load_policy(args)
+    bench = HostBench(policy, temperature, config=config)
     report = run_suite(suite, bench, args.seeds, args.matches, measured)
     if args.json:
         print(json.dumps(report, indent=2))
