@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 
@@ -99,9 +100,11 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_learners_exit_2_before_any_run_folder(case, tmp_path, capsys):
     flags, said = BAD[case]
+    cores = os.sched_getaffinity(0)
     assert main(["run", *QUICK, *flags, "--out", str(tmp_path / "runs")]) == 2
     assert said in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+    assert os.sched_getaffinity(0) == cores  # refused before the run keeps to its own cores
 
 
 def test_a_judge_must_name_which_learner(tmp_path, capsys):

@@ -47,6 +47,11 @@ def check_served(config: Any, world_size: int = 1) -> None:
             f"{where} with several training processes: one trainer process drives the "
             "rollout servers; train in one process (--devices 1), or run in-process."
         )
+    if config.learners:
+        raise ConfigError(
+            f"Served rollouts ({where}) with several learners are not built yet: generate "
+            "in-process (drop it), or train one shared policy."
+        )
     if config.rollout.workers and config.rollout.servers:
         raise ConfigError(
             "rollout.workers and rollout.servers are both set: start local workers, or name "
