@@ -9,6 +9,11 @@ into policies, takes the snapshots and plays the matches a sampler asks for, so 
 free of the training machinery and their whole state is a few lists and numbers that a
 checkpoint carries.
 
+In a run of several learners, samplers see the same names: each learner keeps a pool, a
+seat's ``"snapshot:12"`` plays the snapshot of the learner of that role (recorded as
+``"snapshot:12:NAME"``), and the episodes a sampler learns from name every learner
+``"learner"`` and every learner's snapshot by its pool name.
+
 What the loop calls, in order, each iteration:
 
     sample(members, rng)          the holder of one opponent seat, once per seat
@@ -54,6 +59,20 @@ def snapshot(iteration: int) -> str:
 
 def is_snapshot(name: str) -> bool:
     return name.startswith(f"{SNAPSHOT}:")
+
+
+def learner_snapshot(name: str, learner: str) -> str:
+    """Learner ``learner``'s copy of pool member ``name`` in a run of several learners:
+    ``snapshot:12`` of the learner ``solver`` is ``snapshot:12:solver``."""
+    return f"{name}:{learner}"
+
+
+def split_snapshot(holder: str) -> tuple[str, str | None]:
+    """(pool name, learner name or None): ``snapshot:12:solver`` is (``snapshot:12``,
+    ``solver``); ``snapshot:12`` is (``snapshot:12``, None)."""
+    kind, _, rest = holder.partition(":")
+    iteration, _, learner = rest.partition(":")
+    return f"{kind}:{iteration}", learner or None
 
 
 def is_learner(name: str) -> bool:

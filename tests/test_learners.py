@@ -27,6 +27,7 @@ QUICK = [
 ]  # fmt: skip
 PLAYERS = ("random", "minimax")  # tic-tac-toe's scripted players
 TWO = ["--learner", "player_0", "--learner", "player_1=tiny"]
+POOL_SERVER = ["--opponent", "pool", "--set", "pool.server=openai:http://127.0.0.1:9/v1"]
 
 
 def rows(folder: Path) -> list[dict[str, str]]:
@@ -87,7 +88,10 @@ BAD = {
         "learners.player_1.model 'no-such-model'",
     ),
     "per-role LoRA": ([*TWO, "--lora", "--set", "lora.per_role=true"], "per-role LoRA trains"),
-    "a pool sampler": ([*TWO, "--opponent", "pool"], "draws from a pool of snapshots"),
+    "a pool server for two models": (
+        [*TWO, "--lora", "--set", "learners.player_1.model_options={layers: 2}", *POOL_SERVER],
+        "one base model",
+    ),
     "branches": ([*TWO, "--set", "branches.positions=2"], "branches.positions with several"),
     "served rollouts": ([*TWO, "--rollout-workers", "1"], "Served rollouts"),
     "a reserved name": (
@@ -170,6 +174,35 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path, kill_at
     assert service.name == "s-player_1" and "(player_1)" in label
 
     # killed after its second iteration, resumed from that checkpoint to the third
+    kill_at_iteration([*args, "--iterations", "3", "--out", str(tmp_path), "--name", "r"])
+    resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    timing = ("seconds", "elapsed")
+    same = lambda row: {k: v for k, v in row.items() if not any(t in k for t in timing)}  # noqa: E731
+    assert [same(r) for r in rows(tmp_path / "r")] == [same(r) for r in rows(folder)]
+
+
+def test_each_learner_faces_the_other_learners_pool_and_resumes_bitwise(
+    tmp_path, kill_at_iteration
+):
+    args = [*QUICK, *TWO, "--opponent", "psro:nash", "--set", "pool.snapshot_every=1"]
+    args += ["--set", "pool.matches_per_pair=2", "--set", "opponent_options.p_latest=0"]
+    straight = selfplay("run", *args, "--iterations", "3", "--out", str(tmp_path), "--name", "s")
+    assert straight.returncode == 0, straight.stderr
+    folder = tmp_path / "s"
+    for name in ("player_0", "player_1"):  # a pool folder per learner
+        assert {p.name for p in (folder / "pool" / name).glob("*.pt")} >= {"snapshot-0.pt"}
+    facing = set()
+    with (folder / "episodes.jsonl").open() as f:
+        for line in f:
+            for role, holder in json.loads(line)["seats"].items():
+                assert holder in (f"learner:{role}", *(f"snapshot:{i}:{role}" for i in range(3)))
+                facing.add(holder)
+    assert {"snapshot:0:player_0", "snapshot:0:player_1"} <= facing  # the other's pool
+    with (folder / "ratings.csv").open() as f:
+        rated = {row["name"] for row in csv.DictReader(f)}
+    assert {"learner:player_0", "snapshot:1:player_1"} <= rated
+    assert "snapshot:1" not in rated  # every snapshot is a learner's
     kill_at_iteration([*args, "--iterations", "3", "--out", str(tmp_path), "--name", "r"])
     resumed = selfplay("run", "--resume", str(tmp_path / "r"), "--iterations", "3")
     assert resumed.returncode == 0, resumed.stderr

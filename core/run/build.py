@@ -20,6 +20,7 @@ from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import learner_config
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
 from selfplay.core.reward_pipeline import GRAMMAR, Component, RewardPipeline, parse_terms
@@ -155,6 +156,15 @@ def check_pool_server(config: RunConfig) -> None:
     if not is_served(server):
         raise ConfigError(
             f"pool.server={server!r} is not a server: write openai:http://HOST:PORT/v1."
+        )
+    learners = [learner_config(config, name) for name in config.learners]
+    models = {f"{c.model} {c.model_options}" if c.model_options else c.model for c in learners}
+    if len(models) > 1:
+        raise ConfigError(
+            f"pool.server={server!r} plays every snapshot as an adapter on the server's one "
+            "base model, but this run's learners have different models "
+            f"({', '.join(sorted(models))}). Drop pool.server (snapshots are then played in "
+            "the training process)."
         )
     spec = ServedSpec.parse(server, "pool.server")
     if spec.model is not None or spec.lora is not None:

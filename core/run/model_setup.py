@@ -19,7 +19,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.sampler import LEARNER, OpponentSampler, learner_seat
+from selfplay.api.sampler import LEARNER, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
 from selfplay.core.config_learners import NAME, RESERVED, learner_config, learner_roles
@@ -128,16 +128,6 @@ def check_learner_judges(config: RunConfig, models: Any) -> None:
                 f"which one, e.g. --set reward_options.judge.model={kind}:"
                 f"{next(iter(config.learners))} ({names})."
             )
-
-
-def check_learner_sampler(config: RunConfig, sampler: OpponentSampler) -> None:
-    """Several learners face each other's latest or scripted players; pools are per policy."""
-    if config.learners and sampler.uses_pool:
-        raise ConfigError(
-            f"The opponent sampler {config.opponent!r} draws from a pool of snapshots, which "
-            "several learners do not keep yet: use --opponent latest (each learner faces the "
-            "others' newest weights) or fixed:PLAYER."
-        )
 
 
 def prepare_learner(

@@ -57,7 +57,6 @@ from selfplay.core.run.hardware import (
 from selfplay.core.run.model_setup import (
     build_learners,
     check_learner_judges,
-    check_learner_sampler,
     prepare_learner,
 )
 from selfplay.core.run.plots import plots_at_the_end
@@ -72,7 +71,7 @@ from selfplay.core.train.loop import Iteration
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import untrained_message
 from selfplay.core.train.seating import Seats
-from selfplay.core.train.snapshots import SnapshotStore
+from selfplay.core.train.snapshots import snapshot_store
 from selfplay.core.train.state import Processes, RunState
 
 
@@ -101,7 +100,6 @@ class Parts:
         reward = build_reward(config, game)
         callbacks = build_callbacks(config)
         check_players(config, game)
-        check_learner_sampler(config, sampler)
         check_learner_judges(config, reward.models)
         learners = build_learners(config, game)
         return cls(game, sampler, reward, callbacks, learners)
@@ -173,7 +171,7 @@ class Trainer:
             self._say(f"[yellow]note:[/yellow] {escape(line)}")
         path = self.folder.path if self.folder else config.resume or config.out
         self.shared = shared = Path(self.processes.broadcast(path))
-        store = SnapshotStore(shared / "pool", first.policy, config.lora.enabled, self.main)
+        store = snapshot_store(config, parts.learners, shared / "pool", self.main)
         seat = first.policy
         if config.rollout.served:  # the learner's turns on rollout servers (core/serving/)
             threads, cores = self.workers

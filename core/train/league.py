@@ -5,7 +5,9 @@ The trainer hands the league every finished match. The league keeps
 - the pool (for samplers with ``uses_pool``): a snapshot of the learner every
   ``pool.snapshot_every`` iterations, written to ``<run folder>/pool/`` and loaded on demand
   (or, with ``pool.server``, played as a LoRA adapter on that server: `SnapshotStore`),
-  plus the matches between members that a sampler asks for (PSRO's payoff matrix);
+  plus the matches between members that a sampler asks for (PSRO's payoff matrix); with
+  several learners a member is every learner at that iteration, each in its roles' seats
+  (`LearnerSnapshots`), and the sampler reads the matches as if one policy played them;
 - Elo ratings of every seat holder, updated per match (a snapshot starts at the learner's
   rating), and the cross-play results between holders; both written as CSV tables;
 - for games that list their information sets, the learner's exploitability each iteration
@@ -66,7 +68,7 @@ class League:
         """Learn from the iteration's matches; snapshot and evaluate members when it is time."""
         name = getattr(self.sampler, "name", type(self.sampler).__name__)
         with blame(f"Opponent sampler {name!r}, learning from {len(episodes)} matches,"):
-            self.sampler.update(episodes)
+            self.sampler.update(self.seats.as_sampled(episodes))
         self._record(episodes)
         every = self.config.pool.snapshot_every
         if self.sampler.uses_pool and every and iteration % every == 0:
@@ -88,7 +90,9 @@ class League:
         name = snapshot(iteration)
         self.store.save(name)
         self.barrier()  # process 0 wrote the file; now every process may load it
-        self.elo.add(name, self.elo.rating(LEARNER))
+        for seat in sorted(set(self.seats.owners.values())) or [LEARNER]:
+            # a snapshot starts at its learner's rating (each learner's own, when several)
+            self.elo.add(self.seats.holder(name, self._role_of(seat)), self.elo.rating(seat))
         if self.tabular:
             self.tables[name] = self._learner_table()
         for gone in self.pool.add(name):
@@ -97,8 +101,12 @@ class League:
         pairs = self.sampler.wanted_matches(self.pool.members)
         if pairs:
             episodes = self._play_pairs(pairs, rng)
-            self.sampler.update(episodes)
+            self.sampler.update(self.seats.as_sampled(episodes))
             self._record(episodes)
+
+    def _role_of(self, seat: str) -> str:
+        """A role the learner seat ``seat`` plays (any role for the shared policy)."""
+        return next((r for r, s in self.seats.owners.items() if s == seat), self.game.roles[0])
 
     def _play_pairs(self, pairs: Sequence[tuple[str, str]], rng: random.Random) -> list[Episode]:
         """``matches_per_pair`` matches per pair, seats alternating; every process plays all."""
@@ -107,8 +115,9 @@ class League:
         for a, b in pairs:
             for i in range(self.config.pool.matches_per_pair):
                 first, second = (a, b) if i % 2 == 0 else (b, a)
+                holders = {roles[0]: first, roles[1]: second}
                 seatings.append(
-                    {roles[0]: self.seats.policy(first), roles[1]: self.seats.policy(second)}
+                    {r: self.seats.policy(self.seats.holder(h, r)) for r, h in holders.items()}
                 )
                 seeds.append(rng.randrange(2**31))
         episodes: list[Episode] = []

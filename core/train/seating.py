@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
@@ -16,11 +16,14 @@ from selfplay.api.sampler import (
     GREEDY_LEARNER,
     LEARNER,
     LOOKAHEAD_LEARNER,
+    REPLAYS,
     OpponentSampler,
     is_served,
     is_snapshot,
+    learner_snapshot,
+    split_snapshot,
 )
-from selfplay.api.types import Role
+from selfplay.api.types import Episode, Role
 
 
 @dataclass
@@ -48,10 +51,37 @@ class Seats:
 
     def holder(self, name: str, role: Role) -> str:
         """A sampler's holder for ``role`` as this run seats it: with several learners, the
-        learner (greedy, lookahead) is the one that plays ``role``."""
-        if not self.owners or not (name == LEARNER or name.startswith(f"{LEARNER}:")):
+        learner (greedy, lookahead) is the one that plays ``role``, and a pool member is that
+        learner's snapshot."""
+        if not self.owners:
             return name
-        return self.owners[role] + name[len(LEARNER) :]
+        if is_snapshot(name):
+            return learner_snapshot(name, self.owners[role].partition(":")[2])
+        if name == LEARNER or name.startswith(f"{LEARNER}:"):
+            return self.owners[role] + name[len(LEARNER) :]
+        return name
+
+    def sampler_name(self, holder: str) -> str:
+        """`holder`'s inverse: the name a sampler knows a seat's holder by (``learner:NAME``
+        is ``learner``, ``snapshot:12:NAME`` is ``snapshot:12``)."""
+        if not self.owners:
+            return holder
+        if is_snapshot(holder):
+            return split_snapshot(holder)[0]
+        kind, _, rest = holder.partition(":")
+        if kind == LEARNER and rest and rest not in REPLAYS:
+            _, _, replay = rest.partition(":")
+            return f"{LEARNER}:{replay}" if replay else LEARNER
+        return holder
+
+    def as_sampled(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """Episodes with their seats named as the sampler names them, for its `update`."""
+        if not self.owners:
+            return list(episodes)
+        return [
+            replace(ep, seats={r: self.sampler_name(h) for r, h in ep.seats.items()})
+            for ep in episodes
+        ]
 
     def policy(self, holder: str) -> Policy:
         if is_snapshot(holder) and self.snapshots is not None:

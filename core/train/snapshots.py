@@ -3,6 +3,8 @@
     <run folder>/pool/snapshot-12.pt    the learner after iteration 12: its full weights, or
                                          only its LoRA adapters when training adapters
     <run folder>/pool/snapshot-12/      with ``pool.server``: the same adapter as a PEFT folder
+    <run folder>/pool/NAME/snapshot-12.pt   in a run of several learners, learner NAME's: each
+                                         learner keeps its own pool folder (`LearnerSnapshots`)
 
 Only a few snapshots are held in memory at once (least recently used goes first), so memory
 stays flat however large the pool grows. Process 0 writes; every process reads the file.
@@ -29,6 +31,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy
+from selfplay.api.sampler import learner_snapshot, split_snapshot
 
 LOADED = 3  # snapshots held in memory: a payoff-matrix row needs two at a time
 NOT_LORA = (
@@ -46,9 +49,16 @@ class SnapshotStore:
     """Saves the learner's weights under a pool name and turns names back into policies."""
 
     def __init__(
-        self, folder: Path, learner: Any, lora: bool, write: bool = True, server: str | None = None
+        self,
+        folder: Path,
+        learner: Any,
+        lora: bool,
+        write: bool = True,
+        server: str | None = None,
+        label: str | None = None,
     ) -> None:
         self.folder, self.learner, self.lora, self.write = Path(folder), learner, lora, write
+        self.label = label  # a learner's name: its snapshots play as ``snapshot:12:NAME``
         self._loaded: OrderedDict[str, Policy] = OrderedDict()
         self.server: str | None = None
         self._served: dict[str, Policy] = {}
@@ -68,8 +78,15 @@ class SnapshotStore:
         return self.folder / name.replace(":", "-")
 
     def adapter_name(self, name: str) -> str:
-        """The model name of snapshot ``name`` on the server: ``<run folder name>-snapshot-N``."""
-        return f"{self.folder.resolve().parent.name.replace(':', '-')}-{name.replace(':', '-')}"
+        """The model name of snapshot ``name`` on the server: ``<run folder name>-snapshot-N``
+        (``<run folder name>-NAME-snapshot-N`` for learner NAME's)."""
+        run = (self.folder.parent if self.label else self.folder).resolve().parent.name
+        own = f"{self.label}-" if self.label else ""
+        return f"{run.replace(':', '-')}-{own}{name.replace(':', '-')}"
+
+    def played_as(self, name: str) -> str:
+        """The seat-holder name snapshot ``name`` plays under (`learner_snapshot`)."""
+        return learner_snapshot(name, self.label) if self.label else name
 
     def save(self, name: str) -> None:
         """Write the learner's current weights as ``name`` (atomically; process 0 only)."""
@@ -144,7 +161,8 @@ class SnapshotStore:
         spec = ServedSpec.parse(self.server or "", "pool.server")
         adapter, path = self.adapter_name(name), str(self.adapter_folder(name).resolve())
         spec = replace(spec, spec=f"openai:{spec.base}#{adapter}", model=adapter, lora=path)
-        return served_policy(spec, like=self.learner, name=name)  # type: ignore[arg-type]
+        played = self.played_as(name)
+        return served_policy(spec, like=self.learner, name=played)  # type: ignore[arg-type]
 
     def _unload(self, served: Any, name: str) -> None:
         from selfplay.core.models.served import ServedError, unload_adapter
@@ -175,9 +193,66 @@ class SnapshotStore:
         else:
             model.load_state_dict(state)
         policy = copy.copy(self.learner)  # same tokenizer and generation settings
-        policy.model, policy.name = model, name
+        policy.model, policy.name = model, self.played_as(name)
         if getattr(self.learner, "role_context", None) is not None:
             from selfplay.core.models.lora import use_adapter
 
             policy.role_context = lambda role: use_adapter(model, role)
         return policy
+
+
+class LearnerSnapshots:
+    """The pools of a run of several learners: one `SnapshotStore` per learner, at
+    ``<run folder>/pool/NAME/``, all taking their snapshots at the same iterations.
+
+    The league and the samplers keep one list of pool names (``snapshot:12``: every learner as
+    it was after iteration 12); a seat turns a name into the snapshot of the learner that plays
+    the seat's role (``snapshot:12:NAME``, `Seats.holder`), so each learner's opponents come
+    from the other learners' pools.
+    """
+
+    def __init__(self, stores: dict[str, SnapshotStore]) -> None:
+        self.stores = stores
+
+    def serve_on(self, server: str | None) -> None:
+        for store in self.stores.values():
+            store.serve_on(server)
+
+    def save(self, name: str) -> None:
+        for store in self.stores.values():
+            store.save(name)
+
+    def delete(self, name: str) -> None:
+        for store in self.stores.values():
+            store.delete(name)
+
+    def __call__(self, holder: str) -> Policy:
+        """The frozen policy of ``snapshot:12:NAME``: learner NAME after iteration 12."""
+        name, learner = split_snapshot(holder)
+        if learner not in self.stores:
+            known = ", ".join(learner_snapshot(name, n) for n in self.stores)
+            raise SnapshotError(
+                f"{holder!r} names no learner's snapshot; this run's are {known}. A run of "
+                "several learners plays each seat's snapshot of the learner of that role."
+            )
+        return self.stores[learner](name)
+
+
+def snapshot_store(
+    config: Any, learners: list[Any], folder: Path, write: bool
+) -> SnapshotStore | LearnerSnapshots:
+    """The run's pool on disk: the shared policy's store, or one per learner (pool/NAME/)."""
+    if not config.learners:
+        return SnapshotStore(folder, learners[0].policy, config.lora.enabled, write)
+    return LearnerSnapshots(
+        {
+            learner.name: SnapshotStore(
+                folder / learner.name,
+                learner.policy,
+                learner.config.lora.enabled,
+                write,
+                label=learner.name,
+            )
+            for learner in learners
+        }
+    )
