@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from selfplay.core.config_rollout import server_list
 from selfplay.core.config_sections import ColdStartConfig, LoraConfig, TrainConfig
 
 if TYPE_CHECKING:
@@ -73,6 +74,16 @@ class LearnerConfig(BaseModel):
         description="Update every n iterations; in between its turns are played, not trained "
         "(the per-role train.stagger of a shared policy, for a learner of its own).",
     )
+    servers: list[str] = Field(
+        default_factory=list,
+        description="Servers already running that generate its turns (its rollout.servers: "
+        "openai:http://HOST:PORT/v1#MODEL, serving its own base model).",
+    )
+
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _server_list(cls, value: Any) -> Any:
+        return server_list(value)
 
 
 def learner_roles(name: str, learner: LearnerConfig) -> list[str]:
@@ -95,4 +106,12 @@ def learner_config(run: RunConfig, name: str) -> RunConfig:
         own = getattr(learner, section)
         if own is not None:
             data[section] = {**data[section], **own.model_dump(exclude_unset=True)}
+    if learner.servers:
+        data["rollout"]["servers"] = list(learner.servers)
     return type(run).model_validate(data)
+
+
+def served(run: RunConfig) -> bool:
+    """Whether the run's turns are generated on rollout servers: local workers, the run's
+    servers, or (several learners) each learner's own."""
+    return run.rollout.served or any(learner.servers for learner in run.learners.values())

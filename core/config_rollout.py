@@ -9,6 +9,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+def server_list(value: Any) -> Any:
+    """``--set rollout.servers=openai:URL#A,openai:URL#B`` (a ``#`` ends YAML's list)."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
+    return value
+
+
 class RolloutConfig(BaseModel):
     """Where the learner's own turns are generated: in this process (the default), or on
     OpenAI-compatible inference servers that get the new weights after every update, with
@@ -66,10 +73,7 @@ class RolloutConfig(BaseModel):
     @field_validator("servers", mode="before")
     @classmethod
     def _server_list(cls, value: Any) -> Any:
-        """``--set rollout.servers=openai:URL#A,openai:URL#B`` (a ``#`` ends YAML's list)."""
-        if isinstance(value, str):
-            value = [part.strip() for part in value.strip("[]").split(",") if part.strip()]
-        return value
+        return server_list(value)
 
     @property
     def served(self) -> bool:

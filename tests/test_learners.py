@@ -93,7 +93,14 @@ BAD = {
         "one base model",
     ),
     "branches": ([*TWO, "--set", "branches.positions=2"], "branches.positions with several"),
-    "served rollouts": ([*TWO, "--rollout-workers", "1"], "Served rollouts"),
+    "the run's rollout servers": (
+        [*TWO, "--set", "rollout.servers=openai:http://127.0.0.1:9/v1#x"],
+        "learners.NAME.servers=openai:URL#MODEL",
+    ),
+    "servers for one learner only": (
+        [*TWO, "--set", "learners.player_0.servers=openai:http://127.0.0.1:9/v1#x"],
+        "name no servers while others do",
+    ),
     "a reserved name": (
         ["--learner", "greedy", "--set", "learners.greedy.roles=[player_0,player_1]"],
         "a learner's name",

@@ -207,3 +207,30 @@ def test_a_lora_run_syncs_its_adapter_as_a_loaded_lora(tmp_path):
     assert float(found[-1]["rollout/version"]) == 1
     assert float(found[-1]["rollout/mismatch_max"]) < 1e-4
     assert [p.name for p in (folder / "rollout").glob("learner-v*")] == ["learner-v2"]
+
+
+def test_each_learner_is_served_by_workers_of_its_own_and_trains_on_in_process_samples(tmp_path):
+    from selfplay.core.run.config_loader import learner_flags
+
+    def two(name: str, *extra: str) -> Path:
+        flags = {"iterations": 2, "matches": 12, "out": tmp_path, "name": name, "seed": 3}
+        flags["learners"] = learner_flags(["player_0", "player_1=tiny"])
+        sizes = ["learners.player_1.model_options={layers: 2}"]
+        train(build_config(None, flags, [*RUN, *sizes, *extra]))
+        return tmp_path / name
+
+    local = rows(two("local"))
+    folder = two("served", "rollout.workers=1", "rollout.worker_threads=1")
+    served = rows(folder)
+    for mine, theirs in zip(local, served, strict=True):
+        for key, value in mine.items():
+            if "seconds" not in key:
+                assert float(theirs[key]) == pytest.approx(float(value), abs=1e-5), key
+    for name in ("player_0", "player_1"):  # each learner's weights, synced to its own worker
+        assert float(served[-1][f"{name}/rollout/mismatch_max"]) < 1e-4
+        assert [p.name for p in (folder / "rollout" / name).glob("weights-v*")] == [
+            "weights-v2.safetensors"
+        ]
+        assert (folder / "rollout" / name / "worker-0.log").exists()
+    episodes = [json.loads(line) for line in (folder / "episodes.jsonl").open()]
+    assert {e["extra"]["policy_version"]["player_1"] for e in episodes} == {0, 1}

@@ -63,7 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.stop_with_stdin:
         threading.Thread(target=_stop_at_end_of_input, name="stdin-watch", daemon=True).start()
     if args.rollout_worker:
-        service, label = learner_service(args.source, args.name, args.max_batch)
+        service, label = learner_service(args.source, args.name, args.max_batch, args.learner)
     else:
         service, label = build_service(args.source, args.name, args.max_batch, args.learner)
     server = Server(create_app(service), args.host, args.port)
@@ -119,9 +119,13 @@ def build_service(
     return service, loaded.label
 
 
-def learner_service(source: Path, name: str | None = None, max_batch: int = 32) -> Any:
-    """The chat service over the learner of run folder ``source``, as the run builds it (its
-    weights arrive through the weight-transfer routes), and what it serves."""
+def learner_service(
+    source: Path, name: str | None = None, max_batch: int = 32, learner: str | None = None
+) -> Any:
+    """The chat service over the learner of run folder ``source`` (``learner``, of a run of
+    several), as the run builds it (its weights arrive through the weight-transfer routes),
+    and what it serves."""
+    from selfplay.core.commands.play import _chosen_learner
     from selfplay.core.models.loading import build_learner
     from selfplay.core.models.lora import apply_lora
     from selfplay.core.run.run_folder import read_config
@@ -130,6 +134,7 @@ def learner_service(source: Path, name: str | None = None, max_batch: int = 32) 
 
     _require_web_stack()
     config = read_config(Path(source))
+    config, _, _ = _chosen_learner(config, Path(source), learner)  # a learner's settings
     policy = build_learner(config)
     if config.lora.enabled:
         roles = registries().games.get(config.game).roles
@@ -141,7 +146,8 @@ def learner_service(source: Path, name: str | None = None, max_batch: int = 32) 
         max_batch=max_batch,
         weight_transfer="file",
     )
-    return service, f"the learner of {source} (weights from its trainer)"
+    which = f"learner {learner}" if learner else "the learner"
+    return service, f"{which} of {source} (weights from its trainer)"
 
 
 def _stop_at_end_of_input() -> None:

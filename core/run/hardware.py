@@ -241,13 +241,18 @@ def thread_split(config: RunConfig) -> tuple[int, int]:
     ``rollout.worker_threads`` (0: an equal share) and the trainer ``threads`` (0: what is
     left, at least one).
     """
-    workers = config.rollout.workers
+    workers = local_workers(config)
     if not workers:
         return config.threads, 0
     cores = len(usable_cores())
     each = config.rollout.worker_threads or max(1, cores // (workers + 1))
     trainer = config.threads or max(1, cores - each * workers)
     return trainer, each
+
+
+def local_workers(config: RunConfig) -> int:
+    """The local rollout workers a run starts: ``rollout.workers`` for each learner."""
+    return config.rollout.workers * max(1, len(config.learners))
 
 
 def usable_cores() -> list[int]:
@@ -261,11 +266,12 @@ def core_split(config: RunConfig) -> tuple[list[int], list[list[int]]] | None:
     """With ``rollout.pin`` and enough cores, disjoint cores for the trainer and for each
     local worker (the trainer's first, then each worker's), so no two of them contend; None
     when they would not fit (then every process may use every core)."""
-    if not (config.rollout.workers and config.rollout.pin and hasattr(os, "sched_setaffinity")):
+    workers = local_workers(config)
+    if not (workers and config.rollout.pin and hasattr(os, "sched_setaffinity")):
         return None
     trainer, each = thread_split(config)
     cores = usable_cores()
-    if trainer + each * config.rollout.workers > len(cores):
+    if trainer + each * workers > len(cores):
         return None
     rest = cores[trainer:]
-    return cores[:trainer], [rest[i * each : (i + 1) * each] for i in range(config.rollout.workers)]
+    return cores[:trainer], [rest[i * each : (i + 1) * each] for i in range(workers)]

@@ -30,9 +30,10 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
 from selfplay.api.reward import RewardContext
 from selfplay.api.run_view import RunView
-from selfplay.api.sampler import OpponentSampler
+from selfplay.api.sampler import OpponentSampler, learner_seat
 from selfplay.api.tasks import iteration_splits
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import served
 from selfplay.core.evaluate import EvalResult, task_metrics
 from selfplay.core.models.best_of import searched_task_metrics
 from selfplay.core.models.loading import hub_folder
@@ -173,13 +174,15 @@ class Trainer:
         self.shared = shared = Path(self.processes.broadcast(path))
         store = snapshot_store(config, parts.learners, shared / "pool", self.main)
         seat = first.policy
-        if config.rollout.served:  # the learner's turns on rollout servers (core/serving/)
+        several = policies(parts.learners) if config.learners else {}
+        if served(config):  # the learners' turns on rollout servers (core/serving/)
             threads, cores = self.workers
             threads = threads or thread_split(config)[1]
-            model = first.model.module
-            self.backend = served_backend(config, seat, model, shared, threads, self._say, cores)
-            seat = self.backend.learner
-        several = policies(parts.learners) if config.learners else {}
+            self.backend = backend = served_backend(
+                config, parts.learners, shared, threads, self._say, cores
+            )
+            seat = backend.learner
+            several = {learner_seat(n): p for n, p in backend.learners.items()} if several else {}
         owners = {role: learner.seat for learner in parts.learners for role in learner.roles}
         seats = Seats(
             seat,

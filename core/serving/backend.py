@@ -12,25 +12,33 @@ What served rollouts support, each checked before a run folder exists:
 - ``dpo``, ``sft``, ``pg`` with any estimator, branches: served like any turn of the learner.
 - ``lora.per_role``: refused (one adapter per role would need one served name per role).
 - several training processes (``--devices``): refused; one trainer process drives the servers.
+- several learners: each has servers of its own — ``rollout.workers`` local workers each, or
+  the servers it names (``learners.NAME.servers``; the run's ``rollout.servers`` refused) —
+  and its own weight sync; every learner's turns are served, or none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.config_learners import served
 from selfplay.core.serving.local_workers import LocalWorkers
 from selfplay.core.serving.rollout_client import ServedLearner, Worker, Workers
-from selfplay.core.serving.weight_sync import WeightSync
+from selfplay.core.serving.weight_sync import WeightSync, WeightSyncs
 
 
 def check_served(config: Any, world_size: int = 1) -> None:
     """Refuse, before any work, what served rollouts do not support (see the module doc)."""
-    if not config.rollout.served:
+    if not served(config):
         return
     where = "rollout.workers" if config.rollout.workers else "rollout.servers"
+    if config.learners:
+        check_learners_served(config)
+        where = "rollout.workers" if config.rollout.workers else "learners.NAME.servers"
     if config.generation.choice == "legal":
         raise ConfigError(
             f"{where} with generation.choice=legal: the legal choice scores every legal answer "
@@ -47,11 +55,6 @@ def check_served(config: Any, world_size: int = 1) -> None:
             f"{where} with several training processes: one trainer process drives the "
             "rollout servers; train in one process (--devices 1), or run in-process."
         )
-    if config.learners:
-        raise ConfigError(
-            f"Served rollouts ({where}) with several learners are not built yet: generate "
-            "in-process (drop it), or train one shared policy."
-        )
     if config.rollout.workers and config.rollout.servers:
         raise ConfigError(
             "rollout.workers and rollout.servers are both set: start local workers, or name "
@@ -59,47 +62,88 @@ def check_served(config: Any, world_size: int = 1) -> None:
         )
 
 
+def check_learners_served(config: Any) -> None:
+    """Several learners are served by local workers (``rollout.workers`` each) or by servers
+    of their own (``learners.NAME.servers``), every learner alike."""
+    if config.rollout.servers:
+        raise ConfigError(
+            "rollout.servers with several learners: each learner has a model of its own, so "
+            "each names the servers of its base model: learners.NAME.servers=openai:URL#MODEL "
+            "(or start local workers: rollout.workers=N, N for each learner)."
+        )
+    without = [name for name, learner in config.learners.items() if not learner.servers]
+    if config.rollout.workers and len(without) < len(config.learners):
+        raise ConfigError(
+            "rollout.workers and learners.NAME.servers are both set: start local workers for "
+            "every learner, or name every learner's servers, not both."
+        )
+    if not config.rollout.workers and without:
+        raise ConfigError(
+            f"Learner(s) {', '.join(without)} name no servers while others do: served "
+            "rollouts play every learner on servers (a learner in-process would play while "
+            "it trains). Set learners.NAME.servers for each, or use rollout.workers=N."
+        )
+
+
 @dataclass
 class Backend:
-    learner: ServedLearner
-    sync: WeightSync
-    local: LocalWorkers | None
+    """The served learners by name (``learner`` for the shared policy), their weight sync and
+    the local workers started for them."""
+
+    learners: dict[str, ServedLearner]
+    sync: WeightSyncs
+    local: list[LocalWorkers] = field(default_factory=list)
+
+    @property
+    def learner(self) -> ServedLearner:
+        return next(iter(self.learners.values()))
 
     def close(self) -> None:
-        if self.local is not None:
-            self.local.stop()
+        for workers in self.local:
+            workers.stop()
 
 
 def served_backend(
     config: Any,
-    learner: Any,
-    model: Any,
+    learners: Sequence[Any],
     folder: Path,
     threads: int,
     say: Any,
     cores: list[list[int]] | None = None,
 ) -> Backend:
-    """Start (or reach) the servers, check them, and wire the learner and the weight sync.
+    """Start (or reach) every learner's servers, check them, and wire each learner and its
+    weight sync.
 
-    ``model`` is the plain model the trainer updates; ``folder`` the run folder; ``cores``
-    each local worker's CPU cores (None: any)."""
-    rollout_folder = Path(folder) / "rollout"
-    rollout_folder.mkdir(parents=True, exist_ok=True)
-    local = None
-    names = list(config.rollout.servers)
-    if config.rollout.workers:
-        local = LocalWorkers(folder, config.rollout.workers, threads, cores)
-        names = local.start()
-        pinned = f", on cores {cores}" if cores else ""
-        say(f"rollout: {len(names)} local worker(s), {threads} thread(s) each{pinned}")
+    ``learners`` are the run's (`Learner`: its policy, its model, its settings); ``folder`` the
+    run folder; ``cores`` each local worker's CPU cores (None: any), ``rollout.workers`` of
+    them for each learner in turn. A learner of several keeps its weights under
+    ``rollout/NAME/`` and its workers are ``selfplay serve --rollout-worker --learner NAME``."""
+    several = bool(config.learners)
+    backend = Backend({}, WeightSyncs([]))
+    count = config.rollout.workers
     try:
-        workers = [Worker(name) for name in names]
-        for worker in workers:
-            worker.check(learner.tokenizer)
-        served = ServedLearner(learner, Workers(workers, say))
-        sync = WeightSync(served, model, rollout_folder, config.lora.enabled)
+        for index, trained in enumerate(learners):
+            name = trained.name if several else None
+            told = (lambda text, n=name: say(f"{n}: {text}")) if name else say
+            rollout_folder = Path(folder) / "rollout" / (name or "")
+            rollout_folder.mkdir(parents=True, exist_ok=True)
+            names = list(trained.config.rollout.servers)
+            if count:
+                mine = cores[index * count : (index + 1) * count] if cores else None
+                local = LocalWorkers(folder, count, threads, mine, learner=name)
+                backend.local.append(local)
+                names = local.start()
+                pinned = f", on cores {mine}" if mine else ""
+                told(f"rollout: {len(names)} local worker(s), {threads} thread(s) each{pinned}")
+            workers = [Worker(spec) for spec in names]
+            for worker in workers:
+                worker.check(trained.policy.tokenizer)
+            served_learner = ServedLearner(trained.policy, Workers(workers, told))
+            backend.learners[trained.name] = served_learner
+            model = trained.model.module
+            lora = trained.config.lora.enabled
+            backend.sync.syncs.append(WeightSync(served_learner, model, rollout_folder, lora))
     except BaseException:
-        if local is not None:
-            local.stop()
+        backend.close()
         raise
-    return Backend(served, sync, local)
+    return backend

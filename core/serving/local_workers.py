@@ -1,7 +1,8 @@
 """Rollout workers on this machine: ``rollout.workers=N`` starts N `selfplay serve` processes.
 
-Each worker is ``selfplay serve RUN_DIR --learner --port 0 --threads T --stop-with-stdin``: it
-builds the run's learner as the run does, listens on a free port (which it prints, and this
+Each worker is ``selfplay serve RUN_DIR --rollout-worker --port 0 --threads T
+--stop-with-stdin`` (and ``--learner NAME`` for a learner of several): it builds the run's
+learner as the run does, listens on a free port (which it prints, and this
 module reads), and takes the trainer's weights through the weight-transfer routes. The CPU
 threads are split between the trainer and the workers in one place (core/run/hardware.py).
 
@@ -31,13 +32,19 @@ URL = re.compile(r"OpenAI-compatible API at (http://\S+/v1)")
 
 
 class LocalWorkers:
-    """``count`` `selfplay serve --learner` processes over run folder ``folder``."""
+    """``count`` `selfplay serve --rollout-worker` processes over run folder ``folder``."""
 
     def __init__(
-        self, folder: Path, count: int, threads: int, cores: list[list[int]] | None = None
+        self,
+        folder: Path,
+        count: int,
+        threads: int,
+        cores: list[list[int]] | None = None,
+        learner: str | None = None,
     ) -> None:
         self.folder, self.count, self.threads = Path(folder), count, threads
         self.cores = cores  # each worker's CPU cores (None: any)
+        self.learner = learner  # in a run of several learners, the one they serve
         self.processes: list[subprocess.Popen] = []
         self.urls: list[str] = []
 
@@ -57,8 +64,10 @@ class LocalWorkers:
         command = [sys.executable, "-m", "selfplay.core.commands.cli", "serve", str(self.folder)]
         command += ["--rollout-worker", "--port", "0", "--threads", str(self.threads)]
         command += ["--stop-with-stdin"]
+        if self.learner is not None:
+            command += ["--learner", self.learner]
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads or 1)}
-        log = (self.folder / "rollout" / f"worker-{index}.log").open("ab")
+        log = self._log(index).open("ab")
         return subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -84,13 +93,17 @@ class LocalWorkers:
         reader.start()
         reader.join(STARTUP_SECONDS)
         if not found:
-            log = self.folder / "rollout" / f"worker-{index}.log"
+            log = self._log(index)
             tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
             state = "exited" if process.poll() is not None else "did not start in time"
             raise RolloutFailure(
                 f"Rollout worker {index} {state} ({log}): {tail.strip() or 'no output'}"
             )
         return found[0]
+
+    def _log(self, index: int) -> Path:
+        """rollout/worker-N.log (rollout/NAME/worker-N.log for learner NAME's workers)."""
+        return self.folder / "rollout" / (self.learner or "") / f"worker-{index}.log"
 
     def stop(self) -> None:
         for process in self.processes:

@@ -43,6 +43,11 @@ class WeightSync:
         self.published = -1  # the newest version written
         self.held: dict[int, int] = {}  # id(worker) -> the version it holds
 
+    @property
+    def failures(self) -> int:
+        """Servers taken out of the run so far."""
+        return self.learner.workers.failures
+
     def check(self) -> None:
         """Refuse full-weight sync to a server that does not speak the file transport."""
         if self.lora:
@@ -143,3 +148,31 @@ class WeightSync:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     path.unlink(missing_ok=True)
+
+
+class WeightSyncs:
+    """Every learner's `WeightSync` as one: a run of several learners syncs each learner's
+    servers with its own weights, at the same versions."""
+
+    def __init__(self, syncs: list[WeightSync]) -> None:
+        self.syncs = syncs
+
+    @property
+    def published(self) -> int:
+        return min((sync.published for sync in self.syncs), default=-1)
+
+    @property
+    def failures(self) -> int:
+        return sum(sync.failures for sync in self.syncs)
+
+    def check(self) -> None:
+        for sync in self.syncs:
+            sync.check()
+
+    def publish(self, version: int) -> None:
+        for sync in self.syncs:
+            sync.publish(version)
+
+    def push(self) -> bool:
+        changed = [sync.push() for sync in self.syncs]
+        return any(changed)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from selfplay.api.sampler import LEARNER
+from selfplay.api.sampler import LEARNER, is_learner
 from selfplay.api.types import Episode
 from selfplay.core.rollout import VoidMatch, play, voided
 from selfplay.core.train.branching import play_branches
@@ -63,7 +63,7 @@ class Rollouts:
         processes: Processes,
         phase: Callable[..., Any],
         say: Callable[[str], None],
-        sync: Any = None,  # a WeightSync when the learner's turns are served
+        sync: Any = None,  # a WeightSyncs when the learners' turns are served
     ) -> None:
         self.state, self.processes, self.phase, self.say = state, processes, phase, say
         self.sync = sync
@@ -201,7 +201,7 @@ class Rollouts:
 
     def _served_metrics(self, batch: Batch, staleness: int) -> dict[str, float]:
         self.largest = max(self.largest, staleness)
-        failures = self.sync.learner.workers.failures if self.sync is not None else 0
+        failures = self.sync.failures if self.sync is not None else 0
         return {
             "rollout/version": float(batch.version),
             "rollout/staleness": float(staleness),
@@ -214,5 +214,5 @@ class Rollouts:
 
 def _versioned(episode: Episode, version: int) -> Episode:
     """``episode`` with the version of the weights that played each of the learner's seats."""
-    seats = {role: version for role, holder in episode.seats.items() if holder == LEARNER}
+    seats = {role: version for role, holder in episode.seats.items() if is_learner(holder)}
     return dataclasses.replace(episode, extra={**episode.extra, "policy_version": seats})
