@@ -12,9 +12,10 @@ learns, and what it costs.
         policy in the same seat.
 
     python benchmarks/learners.py math --seeds 0 1 2 --out DIR
-        math-proposer-solver with a proposer of 2 layers and a solver of 4 (tiny), each with
-        its own cold start: the solver's held-out accuracy after the cold start and after the
-        run, and the proposer's valid-proposal rate per iteration.
+        math-proposer-solver on one-digit sums with a proposer of 2 layers and a solver of 4
+        (tiny), each cold-started on its own role's turns of the `solution` player (the bank's
+        problems and answers): the solver's held-out accuracy after the cold start and after
+        every iteration, and the proposer's valid-proposal rate per iteration.
 
     python benchmarks/learners.py cost --iterations 3 --repeats 2 --out DIR
         One shared policy and two learners (tic-tac-toe, same settings), in turn: seconds per
@@ -119,8 +120,8 @@ def math(args: argparse.Namespace) -> None:
             "--name", name, "--iterations", str(args.iterations), "--matches", str(args.matches),
             "--learner", "proposer", "--learner", "solver",
             "--set", "learners.proposer.model_options={layers: 2}",
-            "--set", "generation.max_new_tokens=80", "--set", "eval.matches=50",
-            "--set", "game_options.topics=[arithmetic]",
+            "--set", "generation.max_new_tokens=48", "--set", "eval.matches=50",
+            "--set", "game_options.topics=[sums]", "--set", "cold_start.players=[solution]",
             "--set", f"cold_start.steps={args.cold_start}",
             "--set", "checkpoint_every=1000", "--eval-every", "1",
         ]  # fmt: skip

@@ -36,6 +36,14 @@ def closing_text(*rows: dict) -> str:
     return out.getvalue()
 
 
+def test_an_evaluation_of_several_learners_shows_each_learners_rates():
+    learners = {"eval/solver/random/win_rate": 0.25, "eval/solver/random/non_loss_rate": 0.5}
+    learners |= {"eval/solver/random/win_rate/solver": 0.25, "solver/loss": 0.125}
+    with display(io.StringIO()) as shown:
+        shown.update(row(1, **learners))  # eval/LEARNER/OPPONENT/... keys
+        assert shown.last_eval == "solver/random 0.25/0.50"
+
+
 def test_the_summary_names_the_troubleshooting_guide_when_a_monitor_fired():
     text = closing_text(row(1, **{"monitor/hacking": 0.0}), row(2, **{"monitor/hacking": 1.0}))
     from selfplay.core.run.progress import docs_page

@@ -87,6 +87,24 @@ def test_the_transfer_topic_cannot_be_trained_on():
         MathProposerSolver({"topics": ["percentages"]})
 
 
+def test_the_solution_player_proposes_valid_problems_and_solves_them():
+    from selfplay.api.policy import ScriptedPolicy
+
+    game = MathProposerSolver({"topics": ["sums"]})
+    solution = ScriptedPolicy("solution")
+    episodes = play(game, [{"proposer": solution, "solver": solution}] * 6, list(range(6)))
+    assert all(ep.state["self_verdict"] == "pass" for ep in episodes)  # valid problems
+    assert all(ep.outcome["solver"] == 1.0 for ep in episodes)  # and solved
+
+
+def test_the_one_digit_sums_are_a_topic_and_held_out_from_the_topics_trained_on():
+    game = MathProposerSolver({"topics": ["sums"]})
+    states = game.task_states("held_out", limit=50, seed=0)
+    assert states and {s.topic for s in states} == {"sums"}
+    default = MathProposerSolver().task_states("held_out", limit=200, seed=0)
+    assert {s.topic for s in default} == {"arithmetic", "linear-equations", "fractions"}
+
+
 def test_held_out_and_transfer_accuracy_of_a_greedy_solver():
     game = MathProposerSolver()
     right = MockPolicy(lambda request: f"[{request.state.answer}]")

@@ -272,17 +272,22 @@ class RunDisplay:
             if key.startswith("monitor/") and value:
                 self.fired.setdefault(key, int(row.get("iteration", 0)))
         # each opponent's win and non-loss rates: against a perfect player only the second moves
+        # (eval/OPPONENT/..., or eval/LEARNER/OPPONENT/... with several learners)
         opponents = [
-            k.split("/")[1] for k in row if k.startswith("eval/") and k.endswith("/win_rate")
+            k.removeprefix("eval/").removesuffix("/win_rate")
+            for k in row
+            if k.startswith("eval/") and k.endswith("/win_rate")
         ]
         if opponents:
             self.last_eval = " ".join(
                 f"{o} {row[f'eval/{o}/win_rate']:.2f}/{row.get(f'eval/{o}/non_loss_rate', 0):.2f}"
                 for o in opponents
             )
+        losses = [k for k in row if k == "loss" or k.endswith("/loss")]
+        loss = "  ".join(f"{k} {row[k]:+.4f}" for k in losses) or f"loss {0:+.4f}"
         status = (
             f"reward {row['mean_reward']:+.3f}  invalid {row['invalid_rate']:.2f}"
-            f"  loss {row.get('loss', 0):+.4f}  ent {row.get('entropy', 0):.2f}"
+            f"  {loss}  ent {row.get('entropy', 0):.2f}"
         )
         if self.last_eval:
             status += f"  eval win/non-loss: {self.last_eval}"

@@ -10,9 +10,10 @@ requests, for a game-signal reward). The solver's final answer, ``[42]``, is che
 verifier against the proposer's answer: solved → solver +1, proposer −1; otherwise the
 reverse. See `selfplay.games.proposers.proposer_solver` for the full rules and the void match.
 
-Topics come from the training part of the bank; the transfer topic (percentages) is never
+Topics come from the training part of the bank (``topics``: the training topics by default,
+or the one-digit ``sums`` for small models); the transfer topic (percentages) is never
 offered, so the ``transfer`` split of the task evaluation (selfplay.api.tasks) measures
-transfer.
+transfer, and the ``held_out`` split holds back problems of the topics trained on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import random
 from pydantic import Field, field_validator
 
 from selfplay.api.types import Message
-from selfplay.games.banks import TRAINING_TOPICS, TRANSFER_TOPIC, load_bank
+from selfplay.games.banks import TRAINING_TOPICS, TRANSFER_TOPIC, WARM_UP_TOPICS, load_bank
 from selfplay.games.proposers.math_tasks import PROPOSAL_FORMAT, format_proposal
 from selfplay.games.proposers.proposer_solver import (
     ProposerSolverGame,
@@ -47,11 +48,12 @@ class MathProposerSolverOptions(ProposerSolverOptions):
     @field_validator("topics")
     @classmethod
     def _training_topics(cls, topics: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [t for t in topics if t not in TRAINING_TOPICS]
+        allowed = (*TRAINING_TOPICS, *WARM_UP_TOPICS)
+        bad = [t for t in topics if t not in allowed]
         if bad:
             why = " (kept for the transfer check)" if TRANSFER_TOPIC in bad else ""
             raise ValueError(
-                f"topics {bad} cannot be trained on{why}; choose from {list(TRAINING_TOPICS)}."
+                f"topics {bad} cannot be trained on{why}; choose from {list(allowed)}."
             )
         return topics
 

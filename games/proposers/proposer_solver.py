@@ -137,6 +137,16 @@ def random_player(game: Game, state: ProposerSolverState, role: Role, rng: rando
     return f"[{state.answer}]" if rng.random() < 0.5 else f"[{wrong_answer(state.answer)}]"
 
 
+def solution_player(game: Game, state: ProposerSolverState, role: Role, rng: random.Random) -> str:
+    """Always right: proposes the example problem with its bank answer, solves it, declines
+    questions and answers the problem it was set (a demonstrator for a cold start)."""
+    if state.phase == "propose":
+        return format_proposal(state.seed_problem, state.seed_answer)
+    if state.phase == "reply":
+        return "[decline]"
+    return f"[{state.answer}]"
+
+
 class ProposerSolverGame(Game):
     """Base of the maths proposer games; subclasses write the proposer's task and pick seeds."""
 
@@ -146,7 +156,7 @@ class ProposerSolverGame(Game):
     zero_sum = False  # an invalid problem pays the proposer −1 and the solver 0
     answer_pattern = SPAN
     answer_hint = f"{PROPOSAL_FORMAT}, [answer], [ask: question] or [reply: text]"
-    players: ClassVar[dict[str, Player]] = {"random": random_player}
+    players: ClassVar[dict[str, Player]] = {"random": random_player, "solution": solution_player}
     train_topics: ClassVar[tuple[str, ...]] = tuple(t for t in TOPICS if t != TRANSFER_TOPIC)
     uses_verifier = True
     task_role = "solver"  # the TaskGame capability: held-out accuracy of the solver
@@ -297,7 +307,8 @@ class ProposerSolverGame(Game):
         if split == "transfer":
             problems = load_bank(TRANSFER_TOPIC, "transfer")
         elif split == "held_out" or (split == "noisy" and (opts.noise > 0 or opts.noise_eval)):
-            problems = [p for t in self.train_topics for p in load_bank(t, "held_out")]
+            topics = getattr(opts, "topics", self.train_topics)  # those it trains on
+            problems = [p for t in topics for p in load_bank(t, "held_out")]
         else:
             return []
         states = [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
