@@ -16,7 +16,7 @@ from selfplay.core.commands.suites import HostBench, find_suite, run_suite
 from selfplay.core.config import RunConfig
 from selfplay.core.run.build import build_game
 from selfplay.suites.gtbench import nra
-from selfplay.suites.ratings import bradley_terry, elo_scale
+from selfplay.suites.reference_pool import anchored_ratings
 
 pytest.importorskip("pyspiel")
 
@@ -45,35 +45,34 @@ def test_nra_of_nothing_scored_is_zero_and_its_sign_follows_the_advantage():
 # ---- Bradley-Terry ratings --------------------------------------------------------------------
 
 
+def table(wins: dict[tuple[str, str], tuple[int, int, int]]) -> list[tuple[str, str, float]]:
+    """Match results from (a, b) -> (a's wins, draws, a's losses)."""
+    results = []
+    for (a, b), (won, drawn, lost) in wins.items():
+        results += [(a, b, 1.0)] * won + [(a, b, 0.5)] * drawn + [(a, b, 0.0)] * lost
+    return results
+
+
 def test_bradley_terry_recovers_the_order_and_keeps_the_anchor():
-    # strong beats middle 8/10, middle beats weak 7/10, strong beats weak 9/10 (draws: halves)
-    score = {("strong", "middle"): 8, ("middle", "weak"): 7, ("weak", "strong"): 1}
-    played = {("strong", "middle"): 10, ("middle", "weak"): 10, ("weak", "strong"): 10}
-    ratings = elo_scale(bradley_terry(score, played), "weak", 1000.0)
-    assert ratings["weak"] == 1000.0
+    results = table(
+        {
+            ("strong", "middle"): (7, 2, 1),
+            ("middle", "weak"): (6, 2, 2),
+            ("weak", "strong"): (1, 0, 9),
+        }
+    )
+    ratings = anchored_ratings(results, anchored="weak", anchor=1000.0)
+    assert ratings["weak"] == pytest.approx(1000.0)
     assert ratings["strong"] > ratings["middle"] > ratings["weak"]
-    even = elo_scale(bradley_terry({("a", "b"): 5}, {("a", "b"): 10}), "a", 1000.0)
-    assert even["b"] == pytest.approx(1000.0)  # an even record: equal ratings
+    moved = anchored_ratings(results, anchored="weak", anchor=1500.0)
+    assert moved["strong"] - moved["weak"] == pytest.approx(ratings["strong"] - 1000.0)
 
 
-def test_a_player_who_never_scores_has_a_finite_rating_below_the_rest():
-    ratings = elo_scale(bradley_terry({("zero", "one"): 0}, {("zero", "one"): 4}), "one", 1000)
-    assert 0 < ratings["zero"] < 1000
-
-
-def test_the_mm_fit_matches_the_likelihood_equations():
-    score = {("a", "b"): 6, ("a", "c"): 3, ("b", "c"): 5.5}
-    played = {("a", "b"): 10, ("a", "c"): 8, ("b", "c"): 9}
-    p = bradley_terry(score, played, prior=0)
-    # at the maximum each player's expected score equals its actual score
-    for me in p:
-        expected = actual = 0.0
-        for (i, j), n in played.items():
-            if me in (i, j):
-                other = j if me == i else i
-                expected += n * p[me] / (p[me] + p[other])
-                actual += score[(i, j)] if me == i else n - score[(i, j)]
-        assert expected == pytest.approx(actual, abs=1e-6)
+def test_an_even_record_rates_equal_and_a_player_who_never_scores_stays_finite():
+    even = anchored_ratings(table({("a", "b"): (4, 2, 4)}), anchored="a")
+    assert even["b"] == pytest.approx(even["a"])
+    shut_out = anchored_ratings(table({("zero", "one"): (0, 0, 4)}), anchored="one")
+    assert 0 < shut_out["zero"] < shut_out["one"] == pytest.approx(1000.0)
 
 
 # ---- phrasings --------------------------------------------------------------------------------
