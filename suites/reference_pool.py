@@ -5,13 +5,14 @@ Each game has a fixed pool of reference agents, the game's own scripted players:
 - tic-tac-toe: ``random`` and ``minimax`` (perfect play);
 - Kuhn poker: ``random`` and ``nash`` (an equilibrium strategy);
 - OpenSpiel's connect_four: ``random`` and ``mcts`` (OpenSpiel's tree search, 100 simulations
-  a move) — only where the OpenSpiel extra is installed; without it the game is left out and
-  said so in the report's figures (no rating for it).
+  a move), where the OpenSpiel extra is installed; without it the game has no figures.
 
 A round robin per game and seed: the policy against every agent and every agent against every
 other (so the ratings are anchored by matches the policy plays no part in), ``matches`` per
-pair, each side in each seat in turn; greedy and seeded, so a seed replays the tournament. A
-match is a win for the side whose payoff is higher, a draw when they are equal.
+pair (10 by default), each side in each seat in turn; greedy and seeded, so a seed replays
+the tournament. A match is a win for the side whose payoff is higher, a draw when they are
+equal (in Kuhn poker a hand won by chips, so ``nash``, which wins on average by the size of
+its pots rather than by how often, rates close to ``random``).
 
 Bradley-Terry ratings are fitted to each game's results by the project's own fit
 (`selfplay.api.ratings.Ratings.bradley_terry`: Hunter's MM algorithm, a draw half a win, one
@@ -88,7 +89,7 @@ class ReferencePool(Suite):
         "both seats: the policy's Bradley-Terry rating (random = 1000) and rank per game."
     )
     games = tuple(POOLS)
-    matches = 4
+    matches = 10
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
         figures: Figures = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from typing import ClassVar
 
 import pytest
@@ -233,3 +234,17 @@ def test_a_runs_suite_report_is_saved_in_its_folder_and_shown_by_report(tmp_path
     section = page.split("<h2>Suite reference-pool: run</h2>")[1]
     assert "phrasings default reworded" in section
     assert "<td>tictactoe/rank</td><td>1.000</td><td>1.000 – 1.000</td>" in section
+
+
+def test_gtbench_lite_without_openspiel_exits_2_naming_the_extra(monkeypatch, capsys):
+    from selfplay.games.openspiel.adapter import game_class
+
+    game_class.cache_clear()  # a cached game class would not ask for pyspiel again
+    monkeypatch.setitem(sys.modules, "pyspiel", None)  # as if it were not installed
+    try:
+        args = "eval --suite gtbench-lite --model tiny --matches 2 --seeds 0"
+        assert main(args.split()) == 2
+    finally:
+        game_class.cache_clear()
+    said = " ".join(capsys.readouterr().err.split())
+    assert "need the optional extra: pip install 'selfplay-rl[openspiel]'" in said
