@@ -135,6 +135,10 @@ def test_a_runs_own_options_are_kept_under_each_phrasing():
     bench = HostBench(policy=None, config=trained, phrasing="reworded")  # type: ignore[arg-type]
     game = bench.game("tictactoe")
     assert game.options.compact and game.options.phrasing == "reworded"
+    # a run trained under another wording is measured under the bench's, not its own
+    trained = RunConfig(game="tictactoe", game_options={"phrasing": "reworded"})
+    bench = HostBench(policy=None, config=trained)  # type: ignore[arg-type]
+    assert bench.game("tictactoe").options.phrasing == "default"
 
 
 # ---- the suites end to end ---------------------------------------------------------------------

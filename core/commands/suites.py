@@ -85,8 +85,7 @@ class HostBench:
         options: dict[str, Any] = {}
         if self.config is not None and self.config.game == name:
             options = dict(self.config.game_options)
-        if self.phrasing != DEFAULT_PHRASING:
-            options["phrasing"] = self.phrasing
+        options["phrasing"] = self.phrasing  # whichever wording the run trained under
         return build_game(RunConfig(game=name, game_options=options))
 
     def matches(
