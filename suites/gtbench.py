@@ -3,22 +3,23 @@
 GTBench (Duan et al., "GTBench: Uncovering the Strategic Reasoning Limitations of LLMs via
 Game-Theoretic Evaluations", 2024, arXiv:2402.12348) plays language models against
 OpenSpiel's MCTS on a set of game-theoretic games and scores each game by the *normalized
-relative advantage* of the model over its opponent. We use the paper's definition, as its
-own NRA code computes it for a pair of score totals:
+relative advantage* of the model over its opponent. We use the paper's equation:
 
     NRA = (sum_n s_me(n) - sum_n s_opp(n)) / (sum_n |s_me(n)| + sum_n |s_opp(n)|)
 
 over the matches ``n`` of a game, ``s`` being each side's payoff in the match (the game's
-returns; a forfeit is scored by our invalid-move rules), and 0 when every payoff is 0. NRA
+returns; a forfeit is scored by our invalid-move rules), and 0 when every payoff is 0 (as
+GTBench's own ``nra_value`` does). The absolute values are taken match by match: applied to
+the totals instead, a zero-sum game could only score -1, 0 or 1. NRA
 lies in [-1, 1]: 1 when the opponent never scores above zero against a policy that does,
 0 for an even record, -1 for the reverse. In a zero-sum game with payoffs +1/-1/0 it is
 (wins - losses) / decided matches.
 
 "Lite": the games of GTBench that our OpenSpiel adapter plays (breakthrough and pig are left
-out for their length), ``mcts`` where the adapter has it (its simulations per move are the
-game's ``mcts_simulations`` option, 100 by default) and ``random`` where tree search cannot
-play without reading hidden information (liars_dice) or the game is a one-shot matrix or
-auction (first_sealed_auction, matrix_pd, where GTBench too plays fixed strategies). The
+out for their length), against ``mcts`` where the adapter has it (its simulations per move are
+the game's ``mcts_simulations`` option, 100 by default) and ``random`` where it has not: tree
+search cannot play liars_dice without reading hidden information, nor the one-move games
+first_sealed_auction and matrix_pd (moves hidden until the round ends). The
 policy plays every seat in turn. Per game: ``nra`` and ``win_rate`` (the policy's payoff
 above the opponent's); overall: ``nra`` and ``win_rate``, means over the games.
 """
