@@ -144,7 +144,13 @@ def test_a_runs_own_options_are_kept_under_each_phrasing():
 # ---- the suites end to end ---------------------------------------------------------------------
 
 
-def test_gtbench_lite_plays_every_game_in_both_seats_with_nra_and_win_rate(capsys):
+def test_gtbench_lite_plays_every_game_in_both_seats_with_nra_and_win_rate(capsys, monkeypatch):
+    from selfplay.core.commands import suites
+
+    def untrained(args):  # a policy that writes no move, as an untrained model does; no model
+        return MockPolicy(lambda request: "I am not sure."), 1.0, "model tiny", None, None
+
+    monkeypatch.setattr(suites, "load_policy", untrained)
     args = "eval --suite gtbench-lite --model tiny --matches 2 --seeds 0 --json"
     assert main(args.split()) == 0
     captured = capsys.readouterr()
@@ -153,7 +159,7 @@ def test_gtbench_lite_plays_every_game_in_both_seats_with_nra_and_win_rate(capsy
     assert report["phrasings"] == ["default", "reworded"]
     for game in ("tic_tac_toe", "connect_four", "kuhn_poker", "liars_dice"):
         assert f"{game}/nra" in figures and f"{game}/win_rate" in figures
-    # the untrained model answers nothing legal: it forfeits every match
+    # a policy that answers nothing legal forfeits every match
     assert figures["nra"]["mean"] == -1.0 and figures["win_rate"]["max"] == 0.0
     for figure in figures.values():  # one value per (phrasing, seed)
         assert {p: set(v) for p, v in figure["values"].items()} == {
