@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 from typing import ClassVar
 
@@ -106,19 +107,23 @@ def test_every_rewording_applies_to_the_default_prompt(name):
 
 
 def test_a_forced_answer_plays_the_same_under_both_phrasings():
-    """The answer format is unchanged: a policy answering by the text it reads (the first
-    bracketed option after 'play'/'Legal' or the lowest free cell) plays the same moves."""
+    """The answer format is unchanged: a policy that reads the prompt (the last bracketed
+    choice the player is shown) plays the same moves, and so the same matches, under both."""
 
-    def first_legal(request):
-        game, state, role = request.game, request.state, request.role
-        return game.legal_actions(state, role)[0]
+    def last_shown(request):
+        shown = re.findall(r"\[[^\[\]]+\]", request.messages[-1].content)
+        return f"I will play {shown[-1]}"
 
     results = {}
     for phrasing in ("default", "reworded"):
-        bench = HostBench(MockPolicy(first_legal), phrasing=phrasing)
+        bench = HostBench(MockPolicy(last_shown), phrasing=phrasing)
         played = bench.matches(bench.game("kuhn-poker"), "nash", 6, 0)
         played += bench.matches(bench.game("openspiel:tic_tac_toe"), "random", 4, 0)
-        results[phrasing] = [(role, ep.outcome, len(ep.turns)) for role, ep in played]
+        played += bench.matches(bench.game("openspiel:liars_dice"), "random", 4, 0)
+        results[phrasing] = [
+            (role, ep.outcome, [t.action for t in ep.turns]) for role, ep in played
+        ]
+        assert all(t.valid for _, ep in played for t in ep.turns)  # every answer was read
     assert results["default"] == results["reworded"]
 
 
