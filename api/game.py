@@ -50,8 +50,9 @@ class GameOptions(BaseModel):
     phrasing: str = Field(
         default=DEFAULT_PHRASING,
         max_length=40,
-        description="Which shipped wording of the prompt to show (the game's `phrasings`): "
-        "the same information and answer format in other words.",
+        description="The prompt's wording: default, or one the game ships (its `phrasings`; "
+        "'reworded' in the games evaluation suites play): the same information and answer "
+        "format in other words.",
     )
 
 
