@@ -10,18 +10,17 @@ relative advantage* of the model over its opponent. We use the paper's equation:
 over the matches ``n`` of a game, ``s`` being each side's payoff in the match (the game's
 returns; a forfeit is scored by our invalid-move rules), and 0 when every payoff is 0 (as
 GTBench's own ``nra_value`` does). The absolute values are taken match by match: applied to
-the totals instead, a zero-sum game could only score -1, 0 or 1. NRA
-lies in [-1, 1]: 1 when the opponent never scores above zero against a policy that does,
-0 for an even record, -1 for the reverse. In a zero-sum game with payoffs +1/-1/0 it is
-(wins - losses) / decided matches.
+the totals instead, a zero-sum game could only score -1, 0 or 1. NRA lies in [-1, 1]: 1 when
+every point scored is the policy's, 0 for an even record, -1 when every point is the
+opponent's. In a zero-sum game with payoffs +1/-1/0 it is (wins - losses) / decided matches.
 
 "Lite": the games of GTBench that our OpenSpiel adapter plays (breakthrough and pig are left
 out for their length), against ``mcts`` where the adapter has it (its simulations per move are
 the game's ``mcts_simulations`` option, 100 by default) and ``random`` where it has not: tree
 search cannot play liars_dice without reading hidden information, nor the one-move games
-first_sealed_auction and matrix_pd (moves hidden until the round ends). The
-policy plays every seat in turn. Per game: ``nra`` and ``win_rate`` (the policy's payoff
-above the opponent's); overall: ``nra`` and ``win_rate``, means over the games.
+first_sealed_auction and matrix_pd (moves hidden until the round ends). The policy plays every
+seat in turn. Per game: ``nra`` and ``win_rate`` (the share of matches where the policy's
+payoff beat the opponent's); overall: ``nra`` and ``win_rate``, their means over the games.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from collections.abc import Sequence
 from selfplay.api.errors import ConfigError
 from selfplay.api.tasks import Bench, Figures, Suite
 from selfplay.api.types import Episode, Role
+from selfplay.games.openspiel.spiel import pyspiel
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.plugins.registry import PluginError
 
@@ -79,8 +79,15 @@ class GTBenchLite(Suite):
     matches = 4
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
+        try:
+            pyspiel()
+        except PluginError:
+            raise ConfigError(
+                f"The gtbench-lite suite plays OpenSpiel games, which need the optional extra: "
+                f"{INSTALL}."
+            ) from None
         figures: Figures = {}
-        built = {name: self._game(bench, name) for name in self.games}
+        built = {name: bench.game(name) for name in self.games}
         for seed in seeds:
             advantages, wins = [], []
             for name, game in built.items():
@@ -93,18 +100,6 @@ class GTBenchLite(Suite):
             figures.setdefault("nra", []).append(sum(advantages) / len(advantages))
             figures.setdefault("win_rate", []).append(sum(wins) / len(wins))
         return figures
-
-    @staticmethod
-    def _game(bench: Bench, name: str):
-        try:
-            return bench.game(name)
-        except PluginError as err:
-            if "optional extra" not in str(err):
-                raise
-            raise ConfigError(
-                f"The gtbench-lite suite plays OpenSpiel games, which need the optional extra: "
-                f"{INSTALL}."
-            ) from None
 
 
 @hookimpl
