@@ -21,11 +21,14 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.types import Message, Payoffs, Role
 
 # Longest model output a game looks at. Anything longer is judged on its tail, where the
 # answer must be anyway (the last answer span is the action).
 MAX_TEXT_CHARS = 4096
+# The prompt as each game writes it; a game ships other phrasings in its ``phrasings``.
+DEFAULT_PHRASING = "default"
 
 
 class GameOptions(BaseModel):
@@ -43,6 +46,13 @@ class GameOptions(BaseModel):
             "Text every reply starts with (an assistant prefill, e.g. '['): a pretrained chat "
             "model then continues a move instead of writing prose."
         ),
+    )
+    phrasing: str = Field(
+        default=DEFAULT_PHRASING,
+        max_length=40,
+        description="The prompt's wording: default, or one the game ships (its `phrasings`; "
+        "'reworded' in the games evaluation suites play): the same information and answer "
+        "format in other words.",
     )
 
 
@@ -135,6 +145,10 @@ class Game(ABC):
     # round's bets), so a learner may choose among them (``generation.choice=legal``); False
     # when it lists samples for scripted players (canned answers, a right and a wrong one).
     lists_every_move: ClassVar[bool] = False
+    # Other wordings of the prompt, chosen by ``options.phrasing``: name -> {text of the default
+    # prompt: the same text reworded}, replaced in every message the game shows. A rewording
+    # keeps the information and the answer format, so the same answer plays the same move.
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {}
 
     def __init__(
         self,
@@ -148,6 +162,13 @@ class Game(ABC):
         self.options = options
         self.rules = rules or InvalidMoveRules()
         self.verifiers = verifiers
+        phrasing = options.phrasing
+        if phrasing != DEFAULT_PHRASING and phrasing not in self.phrasings:
+            known = ", ".join((DEFAULT_PHRASING, *self.phrasings))
+            raise ConfigError(
+                f"{self.name} has no phrasing {phrasing!r}; its phrasings are: {known} "
+                "(game_options.phrasing)."
+            )
 
     # ---- what authors implement -------------------------------------------------------------
 
@@ -200,7 +221,7 @@ class Game(ABC):
         With ``answer_prefix`` the last message is the assistant's own start of the reply: a
         policy continues it, and ``judge`` reads the prefix and the continuation together.
         """
-        messages = self.prompt(state, role)
+        messages = self.phrased(self.prompt(state, role))
         if state.error and self.to_act(state) == role:
             last = messages[-1]
             retry = f"Invalid move: {state.error} Try again."
@@ -208,6 +229,19 @@ class Game(ABC):
         if self.options.answer_prefix:
             messages = [*messages, Message("assistant", self.options.answer_prefix)]
         return messages
+
+    def phrased(self, messages: list[Message]) -> list[Message]:
+        """``messages`` in the options' phrasing (unchanged in the default one)."""
+        rewording = self.phrasings.get(self.options.phrasing)
+        if not rewording:
+            return messages
+        reworded = []
+        for message in messages:
+            content = message.content
+            for old, new in rewording.items():
+                content = content.replace(old, new)
+            reworded.append(Message(message.role, content))
+        return reworded
 
     def continuation(self, text: str) -> str:
         """``text`` as a continuation of the answer prefix (a full answer loses the prefix)."""

@@ -29,7 +29,9 @@ simply scores low.
 
 A suite never builds models or plays matches itself: the host lends it a `Bench` that does,
 so a suite plug-in needs only the contracts. ``run`` returns every figure as one value per
-seed; the host reports each figure's mean, min-max spread and standard deviation.
+seed. The host runs the suite once per prompt phrasing (``bench.game`` builds each game in
+the bench's phrasing, `Game.phrasings`), and reports each figure's mean over every (seed,
+phrasing) value with its min-max spread and standard deviation.
 Suites register through the ``register_suites`` hook like every other plug-in.
 """
 
@@ -107,14 +109,22 @@ class Bench(Protocol):
 
     policy: Policy
 
+    phrasing: str  # the prompt wording of every game the bench builds
+
     def game(self, name: str) -> Game:
-        """The registered game ``name`` with its default options."""
+        """The registered game ``name`` with its default options, in the bench's phrasing."""
 
     def matches(
-        self, game: Game, opponent: str, matches: int, seed: int
+        self,
+        game: Game,
+        opponent: str,
+        matches: int,
+        seed: int,
+        player: Policy | None = None,
     ) -> list[tuple[Role, Episode]]:
-        """``matches`` greedy matches of the policy against the scripted player ``opponent``,
-        the policy in each seat in turn (every seat sees each deal); each with its role."""
+        """``matches`` greedy matches of the policy (or ``player``, e.g. a `ScriptedPolicy`)
+        against the scripted player ``opponent``, in each seat in turn (every seat sees each
+        deal); each with the role it played."""
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
         """The policy's probability of each legal action at each information set of a game
@@ -128,6 +138,7 @@ class Suite:
     name: ClassVar[str]
     description: ClassVar[str]  # one line: what it measures
     games: ClassVar[tuple[str, ...]]  # the games it plays
+    matches: ClassVar[int] = 100  # matches per opponent and seed unless --matches says
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
         """``{figure: [value for each seed]}``; ``matches`` per opponent and seed."""

@@ -48,6 +48,19 @@ RULES = (
     "(showdown) or [fold] (the bettor takes the pot). At showdown the higher card wins the pot. "
     "Answer with one legal action in square brackets, for example [check]."
 )
+# The same rules and answer format in other words (`Game.phrasings`).
+REWORDED = {
+    "You are playing Kuhn poker as ": "Kuhn poker; you are ",
+    "The deck is J < Q < K; each player antes 1 chip and gets one private card.": (
+        "Three cards make the deck, ranked J < Q < K. Both players put in 1 chip and are dealt "
+        "one card each, which only they see."
+    ),
+    "Answer with one legal action in square brackets, for example [check].": (
+        "Reply with a legal action inside square brackets, such as [check]."
+    ),
+    "History: ": "Actions so far: ",
+    "Legal: ": "You may play: ",
+}
 
 
 class KuhnPokerOptions(GameOptions):
@@ -227,6 +240,7 @@ class KuhnPoker(Game):
     State = KuhnPokerState
     answer_hint = "[check] (a legal action in square brackets)"
     players: ClassVar[dict[str, Player]] = {"random": random_player, "nash": nash_player}
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
 
     def initial(self, seed: int, rng: random.Random) -> KuhnPokerState:
         return KuhnPokerState(seed=seed, cards=tuple(rng.sample(CARDS, 2)))

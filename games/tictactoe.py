@@ -24,6 +24,14 @@ RULES = (
     "number. Three of your marks in a row, column or diagonal wins. Answer with the number of "
     "an empty cell in square brackets, for example [4]."
 )
+# The same rules and answer format in other words (`Game.phrasings`).
+REWORDED = {
+    RULES: "Game: tic-tac-toe on a 3x3 grid. The cells are numbered 0 to 8, left to right and "
+    "top to bottom, and a free cell displays its number. You win by getting three of your "
+    "marks in one row, column or diagonal. Reply with a free cell's number inside square "
+    "brackets, such as [4].",
+    "Your move?": "Which cell do you take?",
+}
 
 
 class TicTacToeOptions(GameOptions):
@@ -93,6 +101,7 @@ class TicTacToe(Game):
     # (recipes/tictactoe.py)
     recipe = "tictactoe"
     players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:
         return TicTacToeState(seed=seed)

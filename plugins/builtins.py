@@ -44,4 +44,6 @@ DEFAULT_PLUGINS = (
     "selfplay.recipes.kuhn_poker",
     "selfplay.recipes.math",
     "selfplay.suites.solver",
+    "selfplay.suites.gtbench",
+    "selfplay.suites.reference_pool",
 )

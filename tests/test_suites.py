@@ -67,7 +67,7 @@ def test_the_suite_report_has_every_figure_per_seed_with_its_spread():
         assert f"tictactoe/non_loss_rate/{name}" in figures
         assert f"kuhn-poker/payoff_vs_nash/{name}" in figures
     payoff = figures["kuhn-poker/payoff_vs_nash"]  # nash against nash: luck of the deal only
-    assert set(payoff["per_seed"]) == {"0", "1", "2"}
+    assert set(payoff["values"]["default"]) == {"0", "1", "2"}
     assert payoff["min"] <= payoff["mean"] <= payoff["max"] and payoff["std"] >= 0
     # a scripted policy cannot be read as a table: no exploitability, and no pretence of one
     assert "kuhn-poker/exploitability" not in figures
@@ -84,7 +84,10 @@ def test_kuhn_exploitability_matches_the_games_own_for_the_same_table():
     expected = kuhn.exploitability(policy_table(policy, kuhn, 1.0))
     report = run_suite(find_suite("solver"), bench, [0, 1], 2, "tiny")
     figure = report["figures"]["kuhn-poker/exploitability"]
-    assert figure["per_seed"] == {"0": pytest.approx(expected), "1": pytest.approx(expected)}
+    assert figure["values"]["default"] == {
+        "0": pytest.approx(expected),
+        "1": pytest.approx(expected),
+    }
     assert figure["std"] == 0.0
 
 
@@ -95,8 +98,9 @@ def test_eval_suite_with_a_model_end_to_end_as_json(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["suite"] == "solver" and report["seeds"] == [0, 1]
     for figure in report["figures"].values():
-        assert set(figure) == {"mean", "min", "max", "std", "per_seed"}
-        assert set(figure["per_seed"]) == {"0", "1"}
+        assert set(figure) == {"mean", "min", "max", "std", "values"}
+        assert set(figure["values"]) == {"default", "reworded"}  # both phrasings, always
+        assert all(set(by_seed) == {"0", "1"} for by_seed in figure["values"].values())
     assert "kuhn-poker/exploitability" in report["figures"]
 
 
@@ -112,7 +116,9 @@ def test_eval_suite_prints_a_table(capsys):
 def test_an_unknown_suite_exits_2_naming_the_known_ones(capsys):
     assert main(["eval", "--suite", "sovler", "--model", "tiny"]) == 2
     said = " ".join(capsys.readouterr().err.split())
-    assert "Unknown suite 'sovler'; the known suites are: solver" in said
+    assert (
+        "Unknown suite 'sovler'; the known suites are: gtbench-lite, reference-pool, solver" in said
+    )
 
 
 def test_eval_without_a_policy_exits_2(capsys):

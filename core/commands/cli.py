@@ -258,7 +258,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.suite is not None or args.model is not None or args.source is None:
         return cmd_suite(args)
-    report = evaluate_checkpoint(args.source, args.metric, args.matches, args.learner)
+    matches = 100 if args.matches is None else args.matches  # per scripted player
+    report = evaluate_checkpoint(args.source, args.metric, matches, args.learner)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -271,7 +272,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("source", nargs="?", type=Path, metavar="RUN_DIR|CHECKPOINT", help="policy to measure")
     add("--metric", choices=["matches", "exploitability"], default="matches")
-    add("--matches", type=int, default=100, help="matches per scripted player (and seed)")
+    add("--matches", type=int, help="per scripted player and seed; default 100 (a suite's own)")
     add("--learner", metavar="NAME", help="in a run of several learners: which one")
     add_suite_arguments(parser)
 

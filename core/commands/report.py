@@ -4,9 +4,12 @@
     selfplay report runs/A runs/B --out ab.html
 
 The page holds the runs' settings, every figure of `selfplay.core.run.plots` as an
-embedded PNG (curves of several runs overlay), and a few transcripts of the first and the
-last iteration of each run. Nothing is fetched when it is opened: no script, no font, no
-stylesheet from elsewhere; it can be mailed or archived as one file. Text a model wrote is
+embedded PNG (curves of several runs overlay), the evaluation suites measured on each run
+(``selfplay eval --suite NAME RUN_DIR`` saves them in ``RUN_DIR/suites/NAME.json``: each
+figure's mean over seeds and phrasings, its min-max and standard deviation), and a few
+transcripts of the first and the last iteration of each run. Nothing is fetched when it is
+opened: no script, no font, no stylesheet from elsewhere; it can be mailed or archived as one
+file. Text a model wrote is
 escaped, so it shows as text and never acts as markup.
 """
 
@@ -72,6 +75,8 @@ def write_report(folders: list[Path], out: Path) -> Path:
     for folder, label in zip(folders, labels, strict=True):
         parts.extend(_ratings(folder, label))
     for folder, label in zip(folders, labels, strict=True):
+        parts.extend(_suites(folder, label))
+    for folder, label in zip(folders, labels, strict=True):
         parts.append(f"<h2>Transcripts: {_e(label)}</h2>")
         parts.extend(_transcripts(folder))
     parts.append("</body></html>")
@@ -131,6 +136,37 @@ def _ratings(folder: Path, label: str) -> list[str]:
         table.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     table.append("</table>")
     return [f"<h2>Ratings: {_e(label)}</h2>", "".join(table)]
+
+
+def _suites(folder: Path, label: str) -> list[str]:
+    """Each suite report saved in the run folder: every figure's mean and spread."""
+    from selfplay.core.commands.suites import saved_reports
+
+    parts = []
+    for report in saved_reports(Path(folder)):
+        seeds = " ".join(str(s) for s in report.get("seeds", []))
+        about = (
+            f"{report.get('measured', '')} · seeds {seeds} · phrasings "
+            f"{' '.join(report.get('phrasings', ['default']))} · {report.get('matches', '')} "
+            f"matches per opponent · {report.get('seconds', '')} s"
+        )
+        table = ["<table><tr><th>figure</th><th>mean</th><th>min – max</th><th>std</th></tr>"]
+        for name, figure in report["figures"].items():
+            try:
+                mean, low, high, std = (float(figure[k]) for k in ("mean", "min", "max", "std"))
+            except (KeyError, TypeError, ValueError):
+                continue
+            table.append(
+                f"<tr><td>{_e(name)}</td><td>{mean:.3f}</td><td>{low:.3f} – {high:.3f}</td>"
+                f"<td>{std:.3f}</td></tr>"
+            )
+        table.append("</table>")
+        parts += [
+            f"<h2>Suite {_e(report.get('suite', '?'))}: {_e(label)}</h2>",
+            f'<p class="muted">{_e(about)}</p>',
+            "".join(table),
+        ]
+    return parts
 
 
 def _number(text: str) -> str:

@@ -4,9 +4,12 @@
     selfplay eval --suite solver --model tiny          any model --model accepts: a baseline
 
 The host builds the policy, lends the suite a bench (its games, greedy seeded matches against
-scripted players, the policy's table), runs it once per seed and reports every figure's mean
-over the seeds with its min-max spread and standard deviation; ``--json`` adds each seed's
-value. Suites register through the ``register_suites`` hook (api/tasks.py).
+scripted players, the policy's table) and runs it once per prompt phrasing (``--phrasings``;
+every game's ``default`` wording and its ``reworded`` one, `Game.phrasings`), each time on
+every seed. Each figure is reported as its mean over all (seed, phrasing) values with their
+min-max spread and standard deviation; ``--json`` adds every value. Measuring a run folder (or
+one of its checkpoints) also saves the report in the run folder as ``suites/NAME.json``, which
+``selfplay report`` shows. Suites register through the ``register_suites`` hook (api/tasks.py).
 """
 
 from __future__ import annotations
@@ -14,18 +17,21 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.game import Game
+from selfplay.api.game import DEFAULT_PHRASING, Game
 from selfplay.api.policy import Policy, ScriptedPolicy
 from selfplay.api.tasks import Suite
 from selfplay.api.types import Episode, Role
 
 DEFAULT_SEEDS = (0, 1, 2)
+PHRASINGS = (DEFAULT_PHRASING, "reworded")  # the wordings every shipped suite game has
+SAVED = "suites"  # a run folder's folder of saved suite reports, one NAME.json per suite
 
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +39,13 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
     add("--suite", metavar="NAME", help="run a registered evaluation suite (e.g. solver)")
     add("--model", metavar="M", help="with --suite: measure this model instead of a run's")
     add("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS), help="with --suite")
+    add(
+        "--phrasings",
+        nargs="+",
+        default=list(PHRASINGS),
+        metavar="NAME",
+        help="with --suite: the prompt wordings to measure under (default: default reworded)",
+    )
 
 
 def find_suite(name: str) -> Suite:
@@ -54,30 +67,50 @@ class HostBench:
         temperature: float = 1.0,
         progress: Callable[[int, int, int], None] | None = None,
         config: Any = None,
+        phrasing: str = DEFAULT_PHRASING,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.policy, self.temperature, self.progress = policy, temperature, progress
         self.config = config  # the run's settings, when the policy is a run's
+        self.phrasing = phrasing  # every game's prompt wording (game_options.phrasing)
+        self.say = say  # hears one line after each batch of matches
 
     def game(self, name: str) -> Game:
-        """The suite's game: with the run's options when the run trained on it (the prompt
-        form it learned, e.g. tic-tac-toe's compact board), else with its defaults."""
+        """The suite's game in the bench's phrasing: with the run's options when the run
+        trained on it (the prompt form it learned, e.g. tic-tac-toe's compact board), else
+        with its defaults."""
         from selfplay.core.config import RunConfig
         from selfplay.core.run.build import build_game
 
+        options: dict[str, Any] = {}
         if self.config is not None and self.config.game == name:
-            return build_game(RunConfig(game=name, game_options=self.config.game_options))
-        return build_game(RunConfig(game=name))
+            options = dict(self.config.game_options)
+        options["phrasing"] = self.phrasing  # whichever wording the run trained under
+        return build_game(RunConfig(game=name, game_options=options))
 
     def matches(
-        self, game: Game, opponent: str, matches: int, seed: int
+        self,
+        game: Game,
+        opponent: str,
+        matches: int,
+        seed: int,
+        player: Policy | None = None,
     ) -> list[tuple[Role, Episode]]:
         from selfplay.core.evaluate import eval_seeds
         from selfplay.core.rollout import play, seatings_for
 
-        seatings = seatings_for(game, self.policy, ScriptedPolicy(opponent), matches)
+        me = self.policy if player is None else player
+        started = time.perf_counter()
+        seatings = seatings_for(game, me, ScriptedPolicy(opponent), matches)
         seeds = eval_seeds(game, matches, seed)
         episodes = play(game, seatings, seeds, greedy=True, progress=self.progress)
-        roles = [next(r for r, p in s.items() if p is self.policy) for s in seatings]
+        roles = [next(r for r, p in s.items() if p is me) for s in seatings]
+        if self.say is not None:
+            who = "the policy" if player is None else getattr(player, "name", "a player")
+            self.say(
+                f"{game.name} ({self.phrasing}), seed {seed}: {who} vs {opponent}, {matches} "
+                f"matches, {time.perf_counter() - started:.1f} s"
+            )
         return list(zip(roles, episodes, strict=True))
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
@@ -88,41 +121,58 @@ class HostBench:
         return policy_table(self.policy, game, self.temperature)
 
 
-def spread(values: Sequence[float], seeds: Sequence[int]) -> dict[str, Any]:
-    """A figure's mean over the seeds, its min-max, its standard deviation, each seed's value."""
+def spread(values: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """A figure's mean over every (phrasing, seed) value, its min-max, its standard deviation,
+    and the values themselves (``{phrasing: {seed: value}}``)."""
+    flat = [v for by_seed in values.values() for v in by_seed.values()]
     return {
-        "mean": statistics.fmean(values),
-        "min": min(values),
-        "max": max(values),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-        "per_seed": {str(seed): value for seed, value in zip(seeds, values, strict=True)},
+        "mean": statistics.fmean(flat),
+        "min": min(flat),
+        "max": max(flat),
+        "std": statistics.stdev(flat) if len(flat) > 1 else 0.0,
+        "values": values,
     }
 
 
 def run_suite(
-    suite: Suite, bench: Any, seeds: Sequence[int], matches: int, measured: str
+    suite: Suite,
+    bench: Any,
+    seeds: Sequence[int],
+    matches: int | None,
+    measured: str,
+    phrasings: Sequence[str] = (DEFAULT_PHRASING,),
 ) -> dict[str, Any]:
-    """The report of ``suite`` on the bench's policy: every figure with its spread."""
+    """The report of ``suite`` on the bench's policy, once per phrasing: every figure with
+    its spread over seeds and phrasings."""
+    matches = suite.matches if matches is None else matches
     if matches < 2:
         raise ConfigError(f"--matches {matches}: a suite plays both seats; give at least 2.")
     if not seeds:
         raise ConfigError("--seeds: give at least one seed.")
+    if not phrasings or len(set(phrasings)) != len(phrasings):
+        raise ConfigError(f"--phrasings {' '.join(phrasings)}: name each phrasing once.")
     started = time.perf_counter()
-    figures = suite.run(bench, list(seeds), matches)
+    values: dict[str, dict[str, dict[str, float]]] = {}
+    for phrasing in phrasings:
+        bench.phrasing = phrasing
+        for name, per_seed in suite.run(bench, list(seeds), matches).items():
+            by_seed = dict(zip(map(str, seeds), per_seed, strict=True))
+            values.setdefault(name, {})[phrasing] = by_seed
     return {
         "suite": suite.name,
         "measured": measured,
         "games": list(suite.games),
         "seeds": list(seeds),
+        "phrasings": list(phrasings),
         "matches": matches,
-        "figures": {name: spread(values, seeds) for name, values in figures.items()},
+        "figures": {name: spread(by_phrasing) for name, by_phrasing in values.items()},
         "seconds": round(time.perf_counter() - started, 1),
     }
 
 
-def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any]:
-    """(policy, sampling temperature, what it is, the run's config or None) from a
-    run/checkpoint folder or --model."""
+def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path | None]:
+    """(policy, sampling temperature, what it is, the run's config or None, the run folder or
+    None) from a run/checkpoint folder or --model."""
     if (args.source is None) == (args.model is None):
         raise ConfigError(
             "Name one policy: a run folder or checkpoint folder (selfplay eval --suite solver "
@@ -136,12 +186,32 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any]:
         policy = build_learner(config)
         if getattr(policy, "model", None) is not None:
             policy.model.eval()
-        return policy, config.generation.temperature, f"model {args.model}", None
+        return policy, config.generation.temperature, f"model {args.model}", None, None
     from selfplay.core.commands.play import find_checkpoint, load_checkpoint_policy
 
-    _, found = find_checkpoint(Path(args.source))
+    folder, found = find_checkpoint(Path(args.source))
     loaded = load_checkpoint_policy(Path(args.source), args.learner)
-    return loaded.policy, loaded.config.generation.temperature, str(found), loaded.config
+    temperature = loaded.config.generation.temperature
+    return loaded.policy, temperature, str(found), loaded.config, folder
+
+
+def saved_path(run_folder: Path, suite: str, learner: str | None = None) -> Path:
+    """Where a run folder keeps ``suite``'s report: ``suites/NAME.json`` (``NAME.LEARNER.json``
+    for one learner of several)."""
+    return run_folder / SAVED / (f"{suite}.{learner}.json" if learner else f"{suite}.json")
+
+
+def saved_reports(run_folder: Path) -> list[dict[str, Any]]:
+    """The suite reports saved in ``run_folder``, by file name; unreadable ones are skipped."""
+    reports = []
+    for path in sorted((run_folder / SAVED).glob("*.json")):
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and isinstance(report.get("figures"), dict):
+            reports.append(report)
+    return reports
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -151,9 +221,15 @@ def cmd_suite(args: argparse.Namespace) -> int:
             "suite with its policy (selfplay eval --suite solver --model tiny)."
         )
     suite = find_suite(args.suite)
-    policy, temperature, measured, config = load_policy(args)
-    bench = HostBench(policy, temperature, config=config)
-    report = run_suite(suite, bench, args.seeds, args.matches, measured)
+    policy, temperature, measured, config, folder = load_policy(args)
+    bench = HostBench(policy, temperature, config=config, say=say)
+    say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}")
+    report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings)
+    if folder is not None:
+        path = saved_path(folder, suite.name, args.learner)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        say(f"saved in {path}")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -163,13 +239,19 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def say(line: str) -> None:
+    """Progress on stderr, so that --json's output stays one JSON document."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def suite_table(report: dict[str, Any]) -> Any:
     from rich.table import Table
 
     seeds = " ".join(str(s) for s in report["seeds"])
+    phrasings = " ".join(report.get("phrasings", [DEFAULT_PHRASING]))
     title = (
-        f"suite {report['suite']}: {report['measured']} "
-        f"(seeds {seeds}, {report['matches']} matches each, {report['seconds']:.0f} s)"
+        f"suite {report['suite']}: {report['measured']} (seeds {seeds}, phrasings "
+        f"{phrasings}, {report['matches']} matches each, {report['seconds']:.0f} s)"
     )
     table = Table(title=title)
     for column in ("figure", "mean", "min – max", "std"):

@@ -62,6 +62,16 @@ ANSWER_RULE = (
     "Answer with exactly one of the legal actions in square brackets, for example {example}; "
     "the last bracketed part of your reply is taken as your action."
 )
+# The answer rule and headings in other words (`Game.phrasings`); the rules text stays.
+REWORDED = {
+    "Answer with exactly one of the legal actions in square brackets, for example ": (
+        "Reply with a single legal action written inside square brackets, such as "
+    ),
+    "; the last bracketed part of your reply is taken as your action.": (
+        ". Only the final bracketed text of your reply counts as your move."
+    ),
+    "Legal actions: ": "Moves you may play: ",
+}
 SHOWN_CHOICES = 12  # legal actions named in an invalid move's reason
 
 
@@ -98,6 +108,7 @@ class OpenSpielGame(Game):
     lists_every_move = True
     answer_hint = "[action] (one of the legal actions, in square brackets)"
     players: ClassVar[dict[str, Player]] = {"random": random_player}
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
 
     def __init__(self, options: Any = None, rules: Any = None, **kwargs: Any) -> None:
         super().__init__(options, rules, **kwargs)
