@@ -125,6 +125,7 @@ def math(args: argparse.Namespace) -> None:
             "--set", f"cold_start.steps={args.cold_start}",
             "--set", "checkpoint_every=1000", "--eval-every", "1",
         ]  # fmt: skip
+        run += [part for setting in args.set for part in ("--set", setting)]
         if not (folder / "summary.json").exists():
             selfplay(run, args.threads)
         summary = json.loads((folder / "summary.json").read_text())
@@ -191,6 +192,7 @@ def main() -> None:
     parser.add_argument("--cold-start", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], help="math: a KEY=VALUE more")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     defaults = {"tictactoe": (20, 200), "math": (6, 32), "cost": (3, 0)}[args.what]
