@@ -12,7 +12,8 @@ prints each run's exact exploitability (last iterate, average of iterates) after
 start and at the end, with the spread over the seeds.
 
 ``leduc`` trains the same recipe on ``openspiel:leduc_poker`` (936 information sets, scored
-exactly every iteration) and prints the exploitability after the cold start and at the end.
+exactly every iteration), choosing among the legal answers (``generation.choice=legal``,
+``objective=legal-pg``), and prints the exploitability after the cold start and at the end.
 
 ``cfr`` runs OpenSpiel's CFR (``pyspiel.CFRSolver``) on Leduc poker and prints the
 exploitability of its average policy and the seconds it took: the yardstick.
@@ -39,6 +40,9 @@ RECIPE = [
     "eval.matches=100",
     "checkpoint_every=1000",
 ]
+# Leduc through free writing: the tiny model after its cold start writes too few legal moves
+# to finish matches, so Leduc's runs choose among the legal answers (the `legal-pg` recipe).
+LEDUC = ["generation.choice=legal", "objective=legal-pg"]
 CURVES = ("exploitability/last", "exploitability/iterates_average")
 
 
@@ -52,7 +56,8 @@ def trained(game: str, seed: int, args: argparse.Namespace) -> list[dict[str, st
 
         flags = {"game": game, "iterations": args.iterations, "matches": 128, "seed": seed}
         flags |= {"out": args.out, "name": name}
-        train(build_config(None, flags, [*RECIPE, f"threads={args.threads}"]))
+        extra = LEDUC if "leduc" in game else []
+        train(build_config(None, flags, [*RECIPE, *extra, f"threads={args.threads}"]))
     with (folder / "metrics.csv").open(newline="") as handle:
         return list(csv.DictReader(handle))
 
