@@ -130,6 +130,10 @@ class Bench(Protocol):
         """The policy's probability of each legal action at each information set of a game
         that lists them (`TabularGame`); None when the policy cannot be read as a table."""
 
+    def note(self, line: str) -> None:
+        """Tell the user something the figures cannot say (a game left out, and why): shown
+        with the table and kept in the report's ``notes``."""
+
 
 class Suite:
     """A named measurement: subclass, set ``name``, ``description`` and ``games``, and

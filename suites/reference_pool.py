@@ -5,7 +5,8 @@ Each game has a fixed pool of reference agents, the game's own scripted players:
 - tic-tac-toe: ``random`` and ``minimax`` (perfect play);
 - Kuhn poker: ``random`` and ``nash`` (an equilibrium strategy);
 - OpenSpiel's connect_four: ``random`` and ``mcts`` (OpenSpiel's tree search, 100 simulations
-  a move), where the OpenSpiel extra is installed; without it the game has no figures.
+  a move), where the OpenSpiel extra is installed; without it the game has no figures and
+  the report's ``notes`` say why.
 
 A round robin per game and seed: the policy against every agent and every agent against every
 other (so the ratings are anchored by matches the policy plays no part in), ``matches`` per
@@ -96,7 +97,8 @@ class ReferencePool(Suite):
         for name, pool in POOLS.items():
             try:
                 game = bench.game(name)
-            except PluginError:  # the OpenSpiel extra is not installed: no rating for it
+            except PluginError as error:  # the OpenSpiel extra is not installed
+                bench.note(f"{name} left out, no figures for it: {error}")
                 continue
             for seed in seeds:
                 results = round_robin(bench, game, pool, matches, seed)

@@ -263,3 +263,28 @@ def test_gtbench_lite_without_openspiel_exits_2_naming_the_extra(monkeypatch, ca
         game_class.cache_clear()
     said = " ".join(capsys.readouterr().err.split())
     assert "need the optional extra: pip install 'selfplay-rl[openspiel]'" in said
+
+
+def test_reference_pool_without_openspiel_says_which_game_it_left_out(monkeypatch):
+    from rich.console import Console
+
+    from selfplay.core.commands.suites import suite_table
+    from selfplay.games.openspiel.adapter import game_class
+
+    heard = []
+    game_class.cache_clear()  # a cached game class would not ask for pyspiel again
+    monkeypatch.setitem(sys.modules, "pyspiel", None)  # as if it were not installed
+    try:
+        bench = HostBench(Strongest(), say=heard.append)
+        suite, phrasings = find_suite("reference-pool"), ("default", "reworded")
+        report = run_suite(suite, bench, [0], 2, "strongest", phrasings)
+    finally:
+        game_class.cache_clear()
+    assert "tictactoe/rating" in report["figures"]
+    assert not [name for name in report["figures"] if name.startswith("connect_four")]
+    (note,) = report["notes"]  # said once, though the game was asked for under each phrasing
+    assert note.startswith("openspiel:connect_four left out") and "openspiel" in note[30:]
+    assert heard.count(f"note: {note}") == 1
+    console = Console(width=200, record=True)
+    console.print(suite_table(report))
+    assert "note: openspiel:connect_four left out" in console.export_text()

@@ -74,6 +74,7 @@ class HostBench:
         self.config = config  # the run's settings, when the policy is a run's
         self.phrasing = phrasing  # every game's prompt wording (game_options.phrasing)
         self.say = say  # hears one line after each batch of matches
+        self.notes: list[str] = []  # what the suite told the user (`note`), each once
 
     def game(self, name: str) -> Game:
         """The suite's game in the bench's phrasing: with the run's options when the run
@@ -112,6 +113,12 @@ class HostBench:
                 f"matches, {time.perf_counter() - started:.1f} s"
             )
         return list(zip(roles, episodes, strict=True))
+
+    def note(self, line: str) -> None:
+        if line not in self.notes:
+            self.notes.append(line)
+            if self.say is not None:
+                self.say(f"note: {line}")
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
         from selfplay.core.models.policy_table import is_tabular, policy_table
@@ -166,6 +173,7 @@ def run_suite(
         "phrasings": list(phrasings),
         "matches": matches,
         "figures": {name: spread(by_phrasing) for name, by_phrasing in values.items()},
+        "notes": list(getattr(bench, "notes", [])),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -253,7 +261,8 @@ def suite_table(report: dict[str, Any]) -> Any:
         f"suite {report['suite']}: {report['measured']} (seeds {seeds}, phrasings "
         f"{phrasings}, {report['matches']} matches each, {report['seconds']:.0f} s)"
     )
-    table = Table(title=title)
+    notes = report.get("notes") or []
+    table = Table(title=title, caption="\n".join(f"note: {n}" for n in notes) or None)
     for column in ("figure", "mean", "min – max", "std"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for name, figure in report["figures"].items():
