@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.types import Message, Payoffs, Role
+from selfplay.api.types import Episode, Message, Payoffs, Role
 
 # Longest model output a game looks at. Anything longer is judged on its tail, where the
 # answer must be anyway (the last answer span is the action).
@@ -209,6 +209,15 @@ class Game(ABC):
 
     def reset(self, seed: int) -> GameState:
         return self.initial(seed, random.Random(seed))
+
+    def start(self, episode: Episode) -> GameState:
+        """The state ``episode`` was played from, to replay it turn by turn: ``reset`` of its
+        seed, or for a branch (a match played on from another one's position, in
+        ``episode.extra["branch"]["start"]``) that position."""
+        branch = episode.extra.get("branch")
+        if isinstance(branch, dict) and "start" in branch:
+            return self.state_from_json(branch["start"])
+        return self.reset(episode.seed)
 
     def to_act(self, state: GameState) -> Role | None:
         if state.forfeit is not None or state.turn >= self.options.max_turns:

@@ -99,12 +99,12 @@ class Process(Reward):
         return None
 
     def _states_before(self, episode: Episode) -> list[GameState | None]:
-        """The state each turn was played in, replayed from the seed (None where unknown)."""
+        """The state each turn was played in, replayed from its start (None where unknown)."""
         game = self.context.game
         states: list[GameState | None] = [None] * len(episode.turns)
         if game is None or game.name != episode.game:
             return states
-        state = game.reset(episode.seed)
+        state = game.start(episode)  # a branch starts where it branched off
         for i, turn in enumerate(episode.turns):
             states[i] = state
             try:

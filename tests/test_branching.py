@@ -52,7 +52,7 @@ def test_branches_play_on_from_the_learners_positions_with_the_same_seats():
     seatings = [{"player_0": learner, "player_1": opponent}] * 4
     played = play(game, seatings, [0, 1, 2, 3])
     config = BranchConfig(positions=3, matches=4)
-    branches = play_branches(game, played, holders.__getitem__, config, "learner", "7")
+    branches = play_branches(game, played, holders.__getitem__, config, "7")
     assert len(branches) == 12 and all(is_branch(b) for b in branches)
     by_seed = {ep.seed: ep for ep in played}
     for k in range(0, 12, 4):
@@ -64,14 +64,18 @@ def test_branches_play_on_from_the_learners_positions_with_the_same_seats():
         assert {b.turns[0].prompt for b in group} == {source.turns[origin["turn"]].prompt}
         assert all(b.seats == source.seats for b in group)
         assert len({b.seed for b in group}) == 4  # each its own sampling noise
-    again = play_branches(game, played, holders.__getitem__, config, "learner", "7")
+        for branch in group:  # a branch replays from where it branched off, not from its seed
+            assert game.start(branch) == replay(game, source, origin["turn"])
+            final = replay(game, branch, len(branch.turns)).model_dump(mode="json")
+            assert final == branch.state
+    again = play_branches(game, played, holders.__getitem__, config, "7")
     assert [b.turns for b in again] == [b.turns for b in branches]  # the draw replays
-    other = play_branches(game, played, holders.__getitem__, config, "learner", "8")
+    other = play_branches(game, played, holders.__getitem__, config, "8")
     assert [b.turns for b in other] != [b.turns for b in branches]
-    assert play_branches(game, branches, holders.__getitem__, config, "learner", "7") == []
+    assert play_branches(game, branches, holders.__getitem__, config, "7") == []
     scripted = play(game, [dict.fromkeys(game.roles, opponent)] * 2, [0, 1])
-    assert play_branches(game, scripted, holders.__getitem__, config, "learner", "7") == []
-    assert play_branches(game, played, holders.__getitem__, BranchConfig(), "learner", "7") == []
+    assert play_branches(game, scripted, holders.__getitem__, config, "7") == []
+    assert play_branches(game, played, holders.__getitem__, BranchConfig(), "7") == []
 
 
 def test_a_run_trains_on_its_branches_and_logs_only_its_full_matches(tmp_path):
@@ -97,6 +101,20 @@ def test_a_run_trains_on_its_branches_and_logs_only_its_full_matches(tmp_path):
     assert len(episodes) == 4 and '"branch"' not in "".join(episodes)
 
 
+def test_search_targets_walk_a_branch_from_where_it_branched_off(tmp_path):
+    """Tic-tac-toe's recipe adds search targets, which walk each match from its start; a branch
+    walked from its seed's empty board put the wrong player to move (a ValueError)."""
+    flags = [
+        f"out={tmp_path}", "matches=4", "iterations=1", "cold_start.steps=0", "eval.matches=2",
+        "generation.choice=legal", "objective=legal-pg", "branches.matches=3",
+        "train.search_weight=2",
+    ]  # fmt: skip
+    train(build_config(None, {}, [*flags, "name=b", "branches.positions=2"]))
+    with (tmp_path / "b" / "metrics.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["branch_matches"] == "6" and float(row["search_targets"]) > 0
+
+
 def test_branch_settings_are_checked():
     with pytest.raises(ConfigError, match=r"branches\.matches"):
         build_config(None, {}, ["branches.matches=1"])
@@ -119,4 +137,4 @@ def test_a_game_that_does_not_replay_from_its_seed_is_named():
     played = play(game, [dict.fromkeys(game.roles, learner)], [0])
     with pytest.raises(PluginFault, match="'drifting' does not replay from its seed"):
         play_branches(game, played, {"learner": learner}.__getitem__, BranchConfig(positions=1),
-                      "learner", "0")  # fmt: skip
+                      "0")  # fmt: skip

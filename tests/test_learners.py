@@ -18,6 +18,7 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.config import RunConfig
 from selfplay.core.config_learners import learner_config
 from selfplay.core.run.config_loader import build_config, learner_flags
+from selfplay.core.run.trainer import train
 from tests.test_loop import selfplay
 
 QUICK = [
@@ -92,7 +93,6 @@ BAD = {
         [*TWO, "--lora", "--set", "learners.player_1.model_options={layers: 2}", *POOL_SERVER],
         "one base model",
     ),
-    "branches": ([*TWO, "--set", "branches.positions=2"], "branches.positions with several"),
     "the run's rollout servers": (
         [*TWO, "--set", "rollout.servers=openai:http://127.0.0.1:9/v1#x"],
         "learners.NAME.servers=openai:URL#MODEL",
@@ -187,6 +187,27 @@ def test_two_learners_train_their_own_seats_and_resume_bitwise(tmp_path, kill_at
     timing = ("seconds", "elapsed")
     same = lambda row: {k: v for k, v in row.items() if not any(t in k for t in timing)}  # noqa: E731
     assert [same(r) for r in rows(tmp_path / "r")] == [same(r) for r in rows(folder)]
+
+
+def test_each_learner_trains_on_its_own_turns_in_the_branches(tmp_path):
+    flags = [
+        f"out={tmp_path}", "game=tictactoe", "matches=4", "iterations=1", "cold_start.steps=0",
+        "eval.matches=2", "generation.choice=legal", "objective=legal-pg", "branches.matches=3",
+    ]  # fmt: skip
+    learners = {"learners": learner_flags(["player_0", "player_1=tiny"])}
+    found = {}
+    for positions in (0, 2):
+        folder = f"p{positions}"
+        train(
+            build_config(
+                None, learners, [*flags, f"name={folder}", f"branches.positions={positions}"]
+            )
+        )
+        found[positions] = rows(tmp_path / folder)[0]
+    plain, branched = found[0], found[2]
+    assert branched["branch_matches"] == "6" and "branch_matches" not in plain
+    for name in ("player_0", "player_1"):  # both seats play on in every branch
+        assert int(branched[f"{name}/train_tokens"]) > int(plain[f"{name}/train_tokens"])
 
 
 def test_each_learner_faces_the_other_learners_pool_and_resumes_bitwise(

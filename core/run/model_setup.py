@@ -108,11 +108,6 @@ def check_learners(config: RunConfig, game: Game) -> None:
             "role on one shared base model, learners train a model (or adapter) each. Drop "
             "lora.per_role, or drop the learners for per-role adapters on one base."
         )
-    if config.branches.positions:
-        raise ConfigError(
-            "branches.positions with several learners is not built yet (branches are played "
-            "from the shared policy's positions): set it to 0, or train one shared policy."
-        )
 
 
 def check_learner_judges(config: RunConfig, models: Any) -> None:

@@ -139,9 +139,7 @@ class Rollouts:
         void: list[VoidMatch] = []
         played = play(s.game, job.seatings[share], job.seeds[share], errors=void, progress=told)
         where = f"{config.seed}-{job.iteration}-{processes.rank}"  # names the branches' draw
-        branched = play_branches(
-            s.game, played, s.seats.policy, config.branches, LEARNER, where, void
-        )
+        branched = play_branches(s.game, played, s.seats.policy, config.branches, where, void)
         version = getattr(s.seats.policy(LEARNER), "version", 0)
         if self.sync is not None:  # each seat of the learner's records the weights it played
             played = [_versioned(ep, version) for ep in played]

@@ -111,7 +111,7 @@ class SearchTargets:
 
 def _states(game: Game, episode: Episode) -> list[GameState]:
     """The state before each turn of ``episode`` (as ``replay`` rebuilds one), in one walk."""
-    states = [game.reset(episode.seed)]
+    states = [game.start(episode)]
     for turn in episode.turns[:-1]:
         states.append(game.judge(states[-1], turn.role, turn.text)[0])
     return states
