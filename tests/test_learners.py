@@ -18,6 +18,7 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.config import RunConfig
 from selfplay.core.config_learners import learner_config
 from selfplay.core.run.config_loader import build_config, learner_flags
+from selfplay.core.run.recipes import resolve
 from selfplay.core.run.trainer import train
 from tests.test_loop import selfplay
 
@@ -101,6 +102,26 @@ BAD = {
         [*TWO, "--set", "learners.player_0.servers=openai:http://127.0.0.1:9/v1#x"],
         "name no servers while others do",
     ),
+    "a learner's setting its objective does not read": (
+        [
+            *TWO,
+            "--set",
+            "learners.player_1.objective=sft",
+            "--set",
+            "learners.player_1.train.clip=0.1",
+        ],
+        "learners.player_1.train.clip: the objective 'sft' of learner 'player_1'",
+    ),
+    "a learner's estimator with an objective that needs none": (
+        [
+            *TWO,
+            "--set",
+            "learners.player_0.objective=sft",
+            "--set",
+            "learners.player_0.estimator=grpo",
+        ],
+        "learners.player_0.estimator: the objective 'sft' of learner 'player_0'",
+    ),
     "a reserved name": (
         ["--learner", "greedy", "--set", "learners.greedy.roles=[player_0,player_1]"],
         "a learner's name",
@@ -116,6 +137,12 @@ def test_bad_learners_exit_2_before_any_run_folder(case, tmp_path, capsys):
     assert said in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
     assert os.sched_getaffinity(0) == cores  # refused before the run keeps to its own cores
+
+
+def test_a_learners_setting_its_own_objective_reads_is_kept():
+    given = ["learners.player_0.roles=[player_0]", "learners.player_1.train.kl_coef=0.1"]
+    config = resolve(build_config(None, {"game": "tictactoe"}, given))  # pg reads kl_coef
+    assert learner_config(config, "player_1").train.kl_coef == 0.1
 
 
 def test_a_judge_must_name_which_learner(tmp_path, capsys):

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from selfplay.api.errors import ConfigError
 from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import learner_config
 from selfplay.core.run.build import build_objective, reward_expression
 from selfplay.core.run.config_loader import explain
 from selfplay.plugins.manager import registries
@@ -56,6 +57,7 @@ def resolve(config: RunConfig) -> RunConfig:
         kept = {key: value for key, value in settings.items() if key not in unread}
         config = _with(RunConfig.model_validate(given), kept, given, recipe)
     _check_given(objective, config, _flat(given))
+    check_learner_settings(config)
     update: dict[str, Any] = {"recipe": recipe.name if recipe else NO_RECIPE}
     game_cls = registries().games.get(config.game)
     update["reward"] = reward_expression(config, game_cls)
@@ -168,12 +170,30 @@ def _check_given(objective: Any, config: RunConfig, given: dict[str, Any]) -> No
     if config.resume is not None:
         return
     unread = sorted(_unread(objective, given))
-    if not unread:
+    if unread:
+        raise ConfigError(_unread_message(unread, f"objective {config.objective!r}", objective))
+
+
+def check_learner_settings(config: RunConfig) -> None:
+    """Refuse a learner's own setting (``learners.NAME.train.KEY``, its estimator) that the
+    learner's objective does not read, as `_check_given` refuses the run's."""
+    if config.resume is not None:
         return
+    for name, learner in config.learners.items():
+        own = {f"train.{key}" for key in (learner.train.model_fields_set if learner.train else ())}
+        own |= {key for key in ("estimator", "estimator_options") if getattr(learner, key)}
+        objective = build_objective(learner_config(config, name))
+        unread = sorted(f"learners.{name}.{key}" for key in _unread(objective, own))
+        if unread:
+            which = f"the objective {learner_config(config, name).objective!r} of learner {name!r}"
+            raise ConfigError(_unread_message(unread, which, objective))
+
+
+def _unread_message(unread: list[str], whose: str, objective: Any) -> str:
     one = len(unread) == 1
     why = "" if objective.needs == "advantages" else " (it needs no advantages: no estimator runs)"
-    raise ConfigError(
-        f"{', '.join(unread)}: objective {config.objective!r} does not read "
+    return (
+        f"{', '.join(unread)}: {whose} does not read "
         f"{'this setting' if one else 'these settings'}{why}, so {'it' if one else 'they'} "
         f"would do nothing. It reads {describe_reads(objective)}; drop "
         f"{'it' if one else 'them'}, or choose an objective that reads "
