@@ -13,7 +13,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
-from selfplay.core.models import hf_policy
+from selfplay.core.models import hf_policy, kv_cache
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.lora import (
     LoraConfig,
@@ -189,7 +189,7 @@ def test_wrapped_model_generates_through_hf_policy(monkeypatch):
     ]
     options = {"include_system": False, "max_new_tokens": 4}
     policy = HFPolicy(model, tokenizer, **options)
-    assert policy._cache_kwarg == hf_policy._cache_kwarg(plain)
+    assert policy._cache_kwarg == kv_cache.cache_kwarg(plain)
     with use_adapter(model, "player_1"):
         got = policy.act(requests, greedy=True)
     want = HFPolicy(plain, tokenizer, **options).act(requests, greedy=True)

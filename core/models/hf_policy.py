@@ -41,7 +41,6 @@ What a caller must know:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -52,7 +51,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
-from selfplay.core.models.kv_cache import preallocated_cache
+from selfplay.core.models.kv_cache import cache_kwarg, left_pad, preallocated_cache
 from selfplay.core.models.policy_table import CHOICES, choose_legal
 from selfplay.core.models.tokenizer import render_plain_chat
 
@@ -108,7 +107,7 @@ class HFPolicy(Policy):
         self.forward_context: Callable[[], AbstractContextManager[Any]] | None = None
         self.max_prompt_tokens = max_prompt_tokens or _default_prompt_limit(model, max_new_tokens)
         self.stop_ids = _stop_ids(model, tokenizer)
-        self._cache_kwarg = _cache_kwarg(model)
+        self._cache_kwarg = cache_kwarg(model)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids, default=0)
 
@@ -272,7 +271,7 @@ class HFPolicy(Policy):
             ones = torch.ones_like(prefix)
             self._forward(prefix, ones, torch.arange(shared, device=device)[None], cache)
             cache.batch_repeat_interleave(rows)
-        ids, own_mask = _left_pad([p[shared:] for p in prompts], self.pad_id, device)
+        ids, own_mask = left_pad([p[shared:] for p in prompts], self.pad_id, device)
         positions = shared + (own_mask.cumsum(-1) - 1).clamp(min=0)
         mask = torch.cat([own_mask.new_ones(rows, shared), own_mask], dim=-1)
         logits = self._forward(ids, mask, positions, cache)
@@ -347,19 +346,6 @@ def _shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     return max(0, min(common, min(len(row) for row in rows) - 1))
 
 
-def _left_pad(
-    prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        if prompt:
-            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
-    return ids.to(device), mask.to(device)
-
-
 def _trim(
     tokens: torch.Tensor, logps: torch.Tensor, stop: torch.Tensor
 ) -> tuple[list[list[int]], list[list[float]]]:
@@ -383,13 +369,6 @@ def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
         elif value is not None:
             ids.update(int(v) for v in value)
     return ids
-
-
-def _cache_kwarg(model: Any) -> str:
-    """``cache`` in recent transformers, ``past_key_values`` before (and for other models)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    parameters = inspect.signature(base.forward).parameters
-    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def _default_prompt_limit(model: Any, max_new_tokens: int) -> int:

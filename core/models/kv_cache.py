@@ -12,10 +12,16 @@ their log-probabilities are the same (tested).
 The shared-prefix prefill still works: the prefix is run once for one row, and
 `batch_repeat_interleave` copies it into buffers for every row, of the full length.
 Layers of another kind (sliding-window or linear-attention layers) are left as they are.
+
+Also here, for every caller that runs a model on left-padded prompts with a cache
+(generation, and the policy table's `score_menus`): `left_pad` and `cache_kwarg`, the name
+the model's forward takes its cache by.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -101,3 +107,24 @@ def preallocated_cache(config: Any, capacity: int) -> DynamicCache:
         for layer in cache.layers
     ]
     return cache
+
+
+def left_pad(
+    prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded rows of ``prompts`` and their attention mask, on ``device``."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        if prompt:
+            ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def cache_kwarg(model: Any) -> str:
+    """``cache`` in recent transformers, ``past_key_values`` before (and for other models)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in parameters else "past_key_values"

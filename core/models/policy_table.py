@@ -39,6 +39,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.game import InfoSet, TabularGame, answer_text
 from selfplay.api.policy import Request
 from selfplay.api.types import Completion
+from selfplay.core.models.prefix_scoring import score_menus
 from selfplay.core.models.scoring import eos_id, score
 
 Table = dict[str, dict[str, float]]
@@ -84,7 +85,7 @@ def _score_role(policy: Any, game: Any, infos: Sequence[InfoSet], temperature: f
         for info in infos
     ]
     menus = [[answer_text(game, a) for a in info.actions] for info in infos]
-    _, logps = score_answers(policy, policy.encode(requests), menus, temperature)
+    _, logps = score_answers(policy, policy.encode(requests), menus, temperature, True)
     totals = logps.sum(-1)
     table: Table = {}
     k = 0
@@ -101,20 +102,28 @@ def score_answers(
     prompts: Sequence[Sequence[int]],
     menus: Sequence[Sequence[str]],
     temperature: float,
+    shared_prompts: bool = False,
 ) -> tuple[dict[str, list[int]], torch.Tensor]:
     """Each answer's tokens (text, then EOS), and per-token log-probabilities, one row per
-    (prompt, answer) in menu order, zero past each answer's end; one forward pass, no grad."""
+    (prompt, answer) in menu order, zero past each answer's end; no grad. One forward pass of
+    (prompt, answer) rows, or with ``shared_prompts`` each prompt read once for all its
+    answers (`score_menus`: the same values to float rounding, several times faster for a
+    table of long prompts; play keeps the one pass, so a run's moves do not change)."""
     stop = eos_id(policy)
     texts = sorted({answer for menu in menus for answer in menu})
     encoded = policy.tokenizer(texts, add_special_tokens=False)["input_ids"]
     tokens_of = {text: [*ids, stop] for text, ids in zip(texts, encoded, strict=True)}
-    rows_prompt = [prompt for prompt, menu in zip(prompts, menus, strict=True) for _ in menu]
-    rows_answer = [tokens_of[answer] for menu in menus for answer in menu]
     model = policy.model
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode(), (policy.forward_context or nullcontext)():
+            if shared_prompts:
+                answers = [[tokens_of[answer] for answer in menu] for menu in menus]
+                logps = score_menus(model, prompts, answers, policy.pad_id, temperature)
+                return tokens_of, logps.float().cpu()
+            rows_prompt = [p for p, menu in zip(prompts, menus, strict=True) for _ in menu]
+            rows_answer = [tokens_of[answer] for menu in menus for answer in menu]
             scored = score(model, rows_prompt, rows_answer, policy.pad_id, temperature, False)
     finally:
         model.train(was_training)
