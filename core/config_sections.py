@@ -204,6 +204,22 @@ class PoolConfig(BaseModel):
     matches_per_pair: int = Field(
         default=32, ge=2, description="Matches per pair when a sampler asks for a payoff matrix."
     )
+    keep_best: bool = Field(
+        default=False,
+        description="At each snapshot, play it against every other snapshot in the pool "
+        "(matches_per_pair each) and, when it scores more than keep_best_margin below the "
+        "pool's best member, put the learner back to that member's weights and clear the "
+        "optimiser's moments. Judged by cross-play alone, never by the evaluation players; "
+        "keeps a pool with any opponent sampler (docs/opponents.md).",
+    )
+    keep_best_margin: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="With keep_best: how far the new snapshot's cross-play score (1 a win, "
+        "0.5 a draw, 0 a loss, averaged over the pool) may fall below the best member's "
+        "before the learner goes back to the best.",
+    )
     server: str | None = Field(
         default=None,
         description="With --lora: serve every snapshot as an adapter on this server "

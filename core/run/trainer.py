@@ -66,7 +66,7 @@ from selfplay.core.run.recipes import reads, resolve
 from selfplay.core.run.run_folder import RunFolder, open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.serving.backend import Backend, check_served, served_backend
-from selfplay.core.train.league import League
+from selfplay.core.train.league import League, check_keep_best
 from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.loop import Iteration
 from selfplay.core.train.rollouts import Rollouts
@@ -101,6 +101,7 @@ class Parts:
         reward = build_reward(config, game)
         callbacks = build_callbacks(config)
         check_players(config, game)
+        check_keep_best(config)
         check_learner_judges(config, reward.models)
         learners = build_learners(config, game)
         return cls(game, sampler, reward, callbacks, learners)

@@ -12,7 +12,10 @@ The trainer hands the league every finished match. The league keeps
   rating), and the cross-play results between holders; both written as CSV tables;
 - for games that list their information sets, the learner's exploitability each iteration
   (the last iterate), that of the average of all iterates, and that of the sampler's mixture
-  over the pool (the policy fictitious play and PSRO converge in).
+  over the pool (the policy fictitious play and PSRO converge in);
+- with ``pool.keep_best``, a guard against collapse: each new snapshot plays every other
+  snapshot in the pool, and when its cross-play score falls more than ``keep_best_margin``
+  below the best member's, the learner goes back to that member's weights (`keep_best`).
 
 Everything here is part of the checkpoint, so a resumed run continues exactly.
 """
@@ -24,7 +27,7 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from selfplay.api.errors import blame
+from selfplay.api.errors import ConfigError, blame
 from selfplay.api.ratings import Ratings, score_of
 from selfplay.api.sampler import LEARNER, Pool, snapshot
 from selfplay.api.types import Episode
@@ -44,6 +47,7 @@ class League:
         self.config, self.game, self.sampler = view.config, view.game, view.sampler
         self.learner, self.seats, self.store = view.learner, seats, store
         self.folder, self.barrier = view.folder, view.barrier
+        self.reset_optimizer, self.say = view.reset_optimizer, view.say
         store.serve_on(self.config.pool.server)  # snapshots as adapters on a server, if named
         self.pool = Pool(size=self.config.pool.size, scripted=list(self.config.pool.scripted))
         self.elo = Ratings()
@@ -52,6 +56,11 @@ class League:
         self.iterates: list[Table] = []
         self.retired: list[str] = []  # evicted since the last checkpoint; deleted after the next
         self.tabular = is_tabular(self.game)
+        self.keep_best = self.config.pool.keep_best
+        # keep-best needs snapshots even when the sampler never plays them
+        self.keeps_pool = self.sampler.uses_pool or self.keep_best
+        self.scores: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's score sum, n]
+        self.rollbacks: list[tuple[int, str]] = []  # (iteration, the snapshot restored)
 
     @property
     def members(self) -> list[str]:
@@ -61,7 +70,7 @@ class League:
 
     def start(self) -> None:
         """Before the first iteration of a fresh run: the starting policy joins the pool."""
-        if self.sampler.uses_pool and not self.pool.snapshots:
+        if self.keeps_pool and not self.pool.snapshots:
             self._add_snapshot(0, random.Random(self.config.seed))
 
     def after_iteration(self, iteration: int, episodes: Sequence[Episode]) -> dict[str, float]:
@@ -70,14 +79,17 @@ class League:
         with blame(f"Opponent sampler {name!r}, learning from {len(episodes)} matches,"):
             self.sampler.update(self.seats.as_sampled(episodes))
         self._record(episodes)
-        every = self.config.pool.snapshot_every
-        if self.sampler.uses_pool and every and iteration % every == 0:
-            self._add_snapshot(iteration, random.Random(self.config.seed * 7_919 + iteration))
-        return self._metrics()
+        every, kept = self.config.pool.snapshot_every, {}
+        if self.keeps_pool and every and iteration % every == 0:
+            rng = random.Random(self.config.seed * 7_919 + iteration)
+            self._add_snapshot(iteration, rng)
+            if self.keep_best:
+                kept = self._keep_best(iteration, rng)
+        return self._metrics() | kept
 
     def _metrics(self) -> dict[str, float]:
         row = {f"elo/{name}": rating for name, rating in self.elo.elo.items()}
-        if self.sampler.uses_pool:
+        if self.keeps_pool:
             row["pool/size"] = float(len(self.pool.members))
         row.update(self.sampler.metrics())
         if self.tabular:
@@ -127,6 +139,41 @@ class League:
             episodes.extend(play(self.game, seatings[start : start + n], seeds[start : start + n]))
         return episodes
 
+    # ---- keep the best -----------------------------------------------------------------------
+
+    def _keep_best(self, iteration: int, rng: random.Random) -> dict[str, float]:
+        """The new snapshot plays every other snapshot it has not met; when it scores more than
+        the margin below the pool's best member, the learner goes back to that member."""
+        newest, snapshots = snapshot(iteration), list(self.pool.snapshots)
+        unmet = [(newest, other) for other in snapshots if (newest, other) not in self.scores]
+        unmet = [pair for pair in unmet if pair[0] != pair[1]]
+        if unmet:
+            self._record(self._play_pairs(unmet, rng))
+        scores = {name: self._pool_score(name, snapshots) for name in snapshots}
+        row = {"pool/newest_score": scores[newest]}
+        best = best_member(scores, self.config.pool.keep_best_margin, newest)
+        if best is not None:
+            self.store.restore(best)
+            self.reset_optimizer()
+            self.rollbacks.append((iteration, best))
+            row["pool/rolled_back_to"] = float(snapshot_iteration(best))
+            self.say(
+                f"keep-best: snapshot {iteration} scored {scores[newest]:.2f} against the pool, "
+                f"below snapshot {snapshot_iteration(best)}'s {scores[best]:.2f}; the learner "
+                f"goes back to snapshot {snapshot_iteration(best)}."
+            )
+        top = max(scores, key=lambda name: scores[name])
+        row["pool/best_score"], row["pool/best"] = scores[top], float(snapshot_iteration(top))
+        row["pool/rollbacks"] = float(len(self.rollbacks))
+        return row
+
+    def _pool_score(self, name: str, snapshots: Sequence[str]) -> float:
+        """``name``'s mean score (1 a win, 0.5 a draw, 0 a loss) over the other snapshots it
+        met, each opponent counting alike; 0.5 with none."""
+        met = [self.scores[name, other] for other in snapshots if (name, other) in self.scores]
+        means = [total / n for total, n in met if n]
+        return sum(means) / len(means) if means else 0.5
+
     # ---- ratings and results ---------------------------------------------------------------
 
     def _record(self, episodes: Sequence[Episode]) -> None:
@@ -142,6 +189,11 @@ class League:
                 total = self.results.setdefault((x, y), [0.0, 0.0])
                 total[0] += p
                 total[1] += 1
+            if self.keep_best:
+                for x, y, score in ((a, b, score_of(pa - pb)), (b, a, score_of(pb - pa))):
+                    mine = self.scores.setdefault((x, y), [0.0, 0.0])
+                    mine[0] += score
+                    mine[1] += 1
 
     def write_reports(self) -> None:
         """ratings.csv and crossplay.csv in the run folder (process 0)."""
@@ -200,6 +252,8 @@ class League:
             "tables": self.tables,
             "iterates": self.iterates,
             "retired": list(self.retired),
+            "scores": [[a, b, t, n] for (a, b), (t, n) in self.scores.items()],
+            "rollbacks": [list(rollback) for rollback in self.rollbacks],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -209,3 +263,36 @@ class League:
         self.tables = state["tables"]
         self.iterates = state["iterates"]
         self.retired = list(state["retired"])
+        self.scores = {(a, b): [t, n] for a, b, t, n in state.get("scores", [])}
+        self.rollbacks = [(int(i), str(name)) for i, name in state.get("rollbacks", [])]
+
+
+def best_member(scores: dict[str, float], margin: float, newest: str) -> str | None:
+    """The snapshot to go back to: the best-scoring one, when ``newest`` scores more than
+    ``margin`` below it (ties go to the newer snapshot); None to go on from ``newest``."""
+    order = list(scores)  # oldest first, as the pool lists them
+    best = max(order, key=lambda name: (scores[name], order.index(name)))
+    return best if scores[newest] < scores[best] - margin else None
+
+
+def snapshot_iteration(name: str) -> int:
+    """12 for ``snapshot:12``."""
+    return int(name.rsplit(":", 1)[-1])
+
+
+def check_keep_best(config: Any) -> None:
+    """``pool.keep_best`` needs snapshots and one shared policy; checked before any work."""
+    pool = config.pool
+    if not pool.keep_best:
+        return
+    if not pool.snapshot_every:
+        raise ConfigError(
+            "pool.keep_best compares each new snapshot with the pool, but pool.snapshot_every "
+            "is 0 (no snapshots); set it, e.g. pool.snapshot_every=10."
+        )
+    if config.learners:
+        raise ConfigError(
+            "pool.keep_best puts one shared policy back to its best snapshot; a run of several "
+            f"learners ({', '.join(config.learners)}) is not built for it. Drop pool.keep_best "
+            "or the learners."
+        )

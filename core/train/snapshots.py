@@ -143,6 +143,26 @@ class SnapshotStore:
             self._loaded.popitem(last=False)
         return policy
 
+    def restore(self, name: str) -> None:
+        """Put snapshot ``name``'s weights back into the learner being trained (``pool.keep_best``):
+        all of them, or its adapters when training adapters."""
+        path = self.path(name)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError) as err:
+            raise SnapshotError(
+                f"Could not read the pool snapshot {path} to restore it: {err}"
+            ) from err
+        model = self.learner.model
+        device = next(model.parameters()).device
+        state = {k: v.to(device) for k, v in state.items()}
+        if self.lora:
+            from selfplay.core.models.lora import load_adapter_state_dict
+
+            load_adapter_state_dict(model, state)
+        else:
+            model.load_state_dict(state)
+
     def _write_adapter_folder(self, name: str, weights: dict[str, torch.Tensor]) -> None:
         from selfplay.core.models.lora import save_adapter_folder
 

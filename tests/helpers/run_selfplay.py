@@ -65,6 +65,18 @@ class RunningSum(Callback):
         self.total = state["total"]
 
 
+class Scramble(Callback):
+    """After iteration SELFPLAY_TEST_SCRAMBLE_AT, replace the learner's weights with noise (a
+    collapse no game would miss: it writes nothing legal)."""
+
+    def on_iteration_end(self, view, row):
+        if view.iteration == int(os.environ.get("SELFPLAY_TEST_SCRAMBLE_AT", -1)):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                for parameter in view.learner.model.parameters():
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator) * 3)
+
+
 class NotANumber(Reward):
     name = "nan"
 
@@ -77,6 +89,7 @@ def register_callbacks(register):
     register("test-stall", StallAfter)
     register("test-digest", WeightDigest)
     register("test-running-sum", RunningSum)
+    register("test-scramble", Scramble)
 
 
 @hookimpl
