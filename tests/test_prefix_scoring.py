@@ -62,6 +62,7 @@ def test_score_menus_sees_the_prompt_it_is_given():
     assert not torch.allclose(first, swapped)
 
 
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated")  # peft's call
 def test_score_menus_through_a_lora_wrapper():
     peft = pytest.importorskip("peft")
     model, tokenizer = build_tiny(seed=0)
