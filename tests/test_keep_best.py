@@ -11,7 +11,11 @@ import torch
 
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
+from selfplay.core.models.lora import apply_lora
+from selfplay.core.run.build import build_learner
+from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.league import best_member
+from selfplay.core.train.snapshots import SnapshotError, SnapshotStore
 from tests.test_loop import selfplay
 
 QUICK = [
@@ -36,6 +40,27 @@ def test_the_learner_goes_back_only_when_the_newest_falls_below_the_best_by_the_
     tied = {"snapshot:0": 0.6, "snapshot:5": 0.6, "snapshot:10": 0.4}
     assert best_member(tied, 0.05, "snapshot:10") == "snapshot:5"  # ties: the newer
     assert best_member({"snapshot:0": 0.5}, 0.0, "snapshot:0") is None
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_restore_puts_the_snapshots_weights_back_into_the_live_model(tmp_path, lora):
+    settings = ["game=tictactoe", "model=tiny", "seed=3", f"lora.enabled={str(lora).lower()}"]
+    config = build_config(None, {}, settings)
+    learner = build_learner(config)
+    if lora:  # as the trainer wraps it (core/run/model_setup.py)
+        learner.model = apply_lora(learner.model, config.lora)
+    store = SnapshotStore(tmp_path, learner, lora=lora)
+    trained = [p for p in learner.model.parameters() if p.requires_grad]
+    store.save("snapshot:5")
+    kept = [p.detach().clone() for p in trained]
+    with torch.no_grad():
+        for parameter in trained:
+            parameter.add_(1.0)
+    store.restore("snapshot:5")
+    for parameter, value in zip(trained, kept, strict=True):
+        assert torch.equal(parameter, value)  # the same tensors the optimiser holds
+    with pytest.raises(SnapshotError, match=r"snapshot-6\.pt"):
+        store.restore("snapshot:6")
 
 
 @pytest.mark.parametrize(
