@@ -14,7 +14,7 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.run.build import build_learner
 from selfplay.core.run.config_loader import build_config
-from selfplay.core.train.league import best_member
+from selfplay.core.train.league import best_member, leader
 from selfplay.core.train.snapshots import SnapshotError, SnapshotStore
 from tests.test_loop import selfplay
 
@@ -39,6 +39,7 @@ def test_the_learner_goes_back_only_when_the_newest_falls_below_the_best_by_the_
     assert best_member(scores, 0.0, "snapshot:5") is None  # the newest is the best
     tied = {"snapshot:0": 0.6, "snapshot:5": 0.6, "snapshot:10": 0.4}
     assert best_member(tied, 0.05, "snapshot:10") == "snapshot:5"  # ties: the newer
+    assert leader(tied) == "snapshot:5"  # the logged pool/best breaks ties the same way
     assert best_member({"snapshot:0": 0.5}, 0.0, "snapshot:0") is None
 
 

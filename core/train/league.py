@@ -162,7 +162,7 @@ class League:
                 f"below snapshot {snapshot_iteration(best)}'s {scores[best]:.2f}; the learner "
                 f"goes back to snapshot {snapshot_iteration(best)}."
             )
-        top = max(scores, key=lambda name: scores[name])
+        top = leader(scores)
         row["pool/best_score"], row["pool/best"] = scores[top], float(snapshot_iteration(top))
         row["pool/rollbacks"] = float(len(self.rollbacks))
         return row
@@ -270,9 +270,14 @@ class League:
 def best_member(scores: dict[str, float], margin: float, newest: str) -> str | None:
     """The snapshot to go back to: the best-scoring one, when ``newest`` scores more than
     ``margin`` below it (ties go to the newer snapshot); None to go on from ``newest``."""
-    order = list(scores)  # oldest first, as the pool lists them
-    best = max(order, key=lambda name: (scores[name], order.index(name)))
+    best = leader(scores)
     return best if scores[newest] < scores[best] - margin else None
+
+
+def leader(scores: dict[str, float]) -> str:
+    """The best-scoring snapshot; of equals, the newest (``scores`` lists the oldest first)."""
+    order = list(scores)
+    return max(order, key=lambda name: (scores[name], order.index(name)))
 
 
 def snapshot_iteration(name: str) -> int:
