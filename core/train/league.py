@@ -145,8 +145,7 @@ class League:
         """The new snapshot plays every other snapshot it has not met; when it scores more than
         the margin below the pool's best member, the learner goes back to that member."""
         newest, snapshots = snapshot(iteration), list(self.pool.snapshots)
-        unmet = [(newest, other) for other in snapshots if (newest, other) not in self.scores]
-        unmet = [pair for pair in unmet if pair[0] != pair[1]]
+        unmet = [(newest, o) for o in snapshots if o != newest and (newest, o) not in self.scores]
         if unmet:
             self._record(self._play_pairs(unmet, rng))
         scores = {name: self._pool_score(name, snapshots) for name in snapshots}
@@ -185,15 +184,9 @@ class League:
                 continue
             pa, pb = episode.outcome[role_a], episode.outcome[role_b]
             self.elo.record(a, b, score_of(pa - pb))
-            for x, y, p in ((a, b, pa), (b, a, pb)):
-                total = self.results.setdefault((x, y), [0.0, 0.0])
-                total[0] += p
-                total[1] += 1
+            _tally(self.results, a, b, pa, pb)
             if self.keep_best:
-                for x, y, score in ((a, b, score_of(pa - pb)), (b, a, score_of(pb - pa))):
-                    mine = self.scores.setdefault((x, y), [0.0, 0.0])
-                    mine[0] += score
-                    mine[1] += 1
+                _tally(self.scores, a, b, score_of(pa - pb), score_of(pb - pa))
 
     def write_reports(self) -> None:
         """ratings.csv and crossplay.csv in the run folder (process 0)."""
@@ -265,6 +258,14 @@ class League:
         self.retired = list(state["retired"])
         self.scores = {(a, b): [t, n] for a, b, t, n in state.get("scores", [])}
         self.rollbacks = [(int(i), str(name)) for i, name in state.get("rollbacks", [])]
+
+
+def _tally(table: dict[tuple[str, str], list[float]], a: str, b: str, x: float, y: float) -> None:
+    """Add ``a``'s result ``x`` against ``b``, and ``b``'s ``y`` against ``a``, to ``table``."""
+    for key, value in (((a, b), x), ((b, a), y)):
+        total = table.setdefault(key, [0.0, 0.0])
+        total[0] += value
+        total[1] += 1
 
 
 def best_member(scores: dict[str, float], margin: float, newest: str) -> str | None:

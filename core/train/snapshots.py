@@ -129,15 +129,7 @@ class SnapshotStore:
         if name in self._loaded:
             self._loaded.move_to_end(name)
             return self._loaded[name]
-        path = self.path(name)
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except (OSError, RuntimeError) as err:
-            raise SnapshotError(
-                f"Could not read the pool snapshot {path}: {err}. The pool lists it; was the "
-                "run folder's pool/ folder moved or cleaned?"
-            ) from err
-        policy = self._frozen(name, state)
+        policy = self._frozen(name, self._read(name))
         self._loaded[name] = policy
         while len(self._loaded) > LOADED:
             self._loaded.popitem(last=False)
@@ -146,14 +138,20 @@ class SnapshotStore:
     def restore(self, name: str) -> None:
         """Put snapshot ``name``'s weights back into the learner being trained (``pool.keep_best``):
         all of them, or its adapters when training adapters."""
+        self._load_into(self.learner.model, self._read(name))
+
+    def _read(self, name: str) -> dict[str, torch.Tensor]:
         path = self.path(name)
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True)
         except (OSError, RuntimeError) as err:
             raise SnapshotError(
-                f"Could not read the pool snapshot {path} to restore it: {err}"
+                f"Could not read the pool snapshot {path}: {err}. The pool lists it; was the "
+                "run folder's pool/ folder moved or cleaned?"
             ) from err
-        model = self.learner.model
+
+    def _load_into(self, model: Any, state: dict[str, torch.Tensor]) -> None:
+        """Copy a snapshot's weights (its adapters under LoRA) into ``model``, in place."""
         device = next(model.parameters()).device
         state = {k: v.to(device) for k, v in state.items()}
         if self.lora:
@@ -203,15 +201,8 @@ class SnapshotStore:
         return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     def _frozen(self, name: str, state: dict[str, torch.Tensor]) -> Policy:
-        device = next(self.learner.model.parameters()).device
         model = copy.deepcopy(self.learner.model).eval().requires_grad_(False)
-        state = {k: v.to(device) for k, v in state.items()}
-        if self.lora:
-            from selfplay.core.models.lora import load_adapter_state_dict
-
-            load_adapter_state_dict(model, state)
-        else:
-            model.load_state_dict(state)
+        self._load_into(model, state)
         policy = copy.copy(self.learner)  # same tokenizer and generation settings
         policy.model, policy.name = model, self.played_as(name)
         if getattr(self.learner, "role_context", None) is not None:
