@@ -16,11 +16,12 @@ differ only in who sits opposite the learner in training:
   a new one scores below it in cross-play (``pool.keep_best``; docs/opponents.md).
 
 No scripted player is ever in training; the scripted players only measure. Each run is
-``DIR/ARM-SEED/run`` (skipped when it already finished, so a stopped study goes on where it
-left off). The report prints, per run, non-loss against ``minimax`` and wins against ``random``
-at every evaluation, and says whether and when it collapsed: the first evaluation at which
-non-loss against ``minimax`` fell ``--drop`` (0.2) or more below its best so far and stayed
-below for the next evaluation too (one bad evaluation of 200 matches is noise, not a collapse).
+``DIR/ARM-SEED/run``: one that finished is skipped and one that was stopped goes on from its
+newest checkpoint (benchmarks/learning.py), so a stopped study goes on where it left off. The
+report prints, per run, non-loss against ``minimax`` and wins against ``random`` at every
+evaluation, and says whether and when it collapsed: the first evaluation at which non-loss
+against ``minimax`` fell ``--drop`` (0.2) or more below its best so far and stayed below for
+the next evaluation too (one bad evaluation of 200 matches is noise, not a collapse).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ checkpoint (the "before" column) and a uniformly random legal player.
     python benchmarks/learning.py --recipe tictactoe-cosine --iterations 180 --threads 1
 
 Results go to a run folder (metrics.csv has every eval) and the summary is printed last.
+When ``--out DIR`` already holds an unfinished ``run`` (a stopped benchmark), it goes on from
+that run's newest checkpoint with its saved settings (as ``selfplay run --resume``) instead.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from selfplay.api.policy import ScriptedPolicy
 from selfplay.core.evaluate import evaluate
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.recipes import resolve
+from selfplay.core.run.run_folder import resume_config
 from selfplay.core.run.trainer import train
 from selfplay.plugins.manager import registries
 
@@ -77,18 +80,20 @@ def main() -> None:
     recipe = args.recipe or default_recipe(args.game or "tictactoe")
     measured = MEASURED.get(recipe or "", ["eval.every=10", "eval.matches=200"])
     overrides = [*measured, *args.set, f"threads={args.threads}"]
-    config = build_config(
-        None,
-        {
+    stopped = out / "run"
+    if (stopped / "config.yaml").is_file() and not (stopped / "summary.json").is_file():
+        print(f"going on with the stopped run {stopped} (its saved settings)")
+        config = resume_config(stopped, args.iterations, {}, [f"minutes={args.minutes}"])
+    else:
+        flags = {
             "game": args.game,  # None: the recipe's game, else the default
             "recipe": recipe or "none",
             "iterations": args.iterations,
             "minutes": args.minutes,
             "out": out,
             "name": "run",
-        },
-        overrides,
-    )
+        }
+        config = build_config(None, flags, overrides)
     result = train(config)
     print("random legal player:", random_reference(resolve(config).game, 200))
     print("run folder:", out / "run")

@@ -53,3 +53,26 @@ def test_each_arm_changes_only_who_sits_opposite_in_training(tmp_path):
     assert "pool.keep_best=true" in commands["keep-best"]
     assert "opponent=psro:nash" in commands["psro"]
     assert not any("scripted" in part for command in commands.values() for part in command)
+
+
+def test_a_stopped_benchmark_run_goes_on_from_its_newest_checkpoint(tmp_path):
+    """benchmarks/learning.py on a folder whose run stopped continues it, not starts afresh."""
+    import subprocess
+
+    script = PATH.parent / "learning.py"
+    small = ["matches=4", "eval.matches=4", "eval.every=1", "pool.snapshot_every=1"]
+    base = [sys.executable, str(script), "--recipe", "tictactoe", "--minutes", "1000"]
+    base += ["--threads", "1", "--out", str(tmp_path)]
+    base += [item for setting in small for item in ("--set", setting)]
+    first = subprocess.run([*base, "--iterations", "1"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    run = tmp_path / "run"
+    (run / "summary.json").unlink()  # as if stopped after its first iteration
+    second = subprocess.run([*base, "--iterations", "2"], capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert f"going on with the stopped run {run}" in second.stdout
+    assert not (tmp_path / "run-2").exists()
+    with open(run / "metrics.csv", newline="") as handle:
+        iterations = [int(row["iteration"]) for row in csv.DictReader(handle)]
+    assert iterations.count(1) >= 1 and 2 in iterations
+    assert json.loads((run / "summary.json").read_text())
