@@ -1,7 +1,10 @@
 """Kuhn poker recipes, measured on the tiny model on a 2-core CPU (benchmarks/RESULTS.md).
 
 Kuhn poker has no recipe of its own (`selfplay run --game kuhn-poker` trains on the plain
-defaults); ``kuhn-poker`` is the learning benchmark's (benchmarks/learning.py).
+defaults); ``kuhn-poker`` is the learning benchmark's (benchmarks/learning.py), and
+``kuhn-poker-legal`` the five-seed one README quotes (benchmarks/opponents.py with the
+legal-move objective and a moving KL magnet: RESULTS.md, "Five seeds for the two longer
+recipes").
 """
 
 from __future__ import annotations
@@ -21,7 +24,32 @@ KUHN = Recipe(
     },
 )
 
+LEGAL = Recipe(
+    "kuhn-poker-legal",
+    "Kuhn poker's five-seed recipe: a cold start on the random and Nash players, then a choice "
+    "among the legal moves trained by legal-pg under a moving KL magnet, 134 iterations "
+    "(RESULTS.md).",
+    {
+        "game": "kuhn-poker",
+        "cold_start.steps": 200,
+        "cold_start.players": ["random", "nash"],
+        "matches": 128,
+        "opponent": "latest",
+        "generation.choice": "legal",
+        "objective": "legal-pg",
+        "train.lr": 5e-5,
+        "train.kl_coef": 0.5,
+        "train.reference_update": 0.05,
+        "eval.matches": 200,
+        "pool.snapshot_every": 5,
+        "pool.size": 10,
+        "pool.matches_per_pair": 64,
+        "iterations": 134,
+    },
+)
+
 
 @hookimpl
 def register_recipes(register):
     register(KUHN)
+    register(LEGAL)

@@ -234,3 +234,39 @@ def test_a_game_built_on_another_inherits_its_recipe_but_keeps_its_own_name(monk
     assert config.game == "test-variant" and config.recipe == "tictactoe"
     assert config.train.search_weight == 2.0  # the recipe applies
     assert resolve(config) == config  # and resolving again (a resume) agrees
+
+
+def test_kuhn_poker_legal_holds_the_settings_readme_measured():
+    """The named recipe is the benchmarks/opponents.py run README's five Kuhn seeds quote."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(root))
+    try:
+        import readme_figures
+
+        import opponents
+    finally:
+        sys.path.remove(str(root))
+    words = readme_figures.CLAIMS["kuhn-legal-pg"].command.split()
+    after = {word: words[at + 1] for at, word in enumerate(words[:-1]) if word.startswith("--")}
+    opponent, extra = opponents.variant(after["--samplers"])
+    sets = [words[at + 1] for at, word in enumerate(words[:-1]) if word == "--set"]
+    game = "kuhn-poker"
+    measured = run_config(
+        game=game,
+        opponent=opponent,
+        iterations=int(after["--iterations"]),
+        matches=128,  # opponents.py's default
+        overrides=[
+            *opponents.COMMON,
+            f"cold_start.steps={opponents.COLD_START[game]}",
+            *extra,
+            *sets,
+        ],
+    )
+    named = run_config(recipe="kuhn-poker-legal")
+    assert named.recipe == "kuhn-poker-legal"
+    left, right = measured.model_dump(), named.model_dump()
+    left.pop("recipe"), right.pop("recipe")
+    assert left == right
