@@ -3,6 +3,7 @@
     python benchmarks/collapse.py --out DIR                     # every arm, seeds 0-2, 360 it.
     python benchmarks/collapse.py --arms latest keep-best --seeds 0 --out DIR
     python benchmarks/collapse.py --out DIR --report            # read the finished runs only
+    python benchmarks/collapse.py --out DIR --report --plot curves.png
 
 Tic-tac-toe's own recipe (``tictactoe``: the default run's settings) on the tiny model, for
 ``--iterations`` (360: twice the 30-minute recipe's 180), one thread, evaluated every 10
@@ -70,6 +71,75 @@ def collapse(values: list[tuple[int, float]], drop: float) -> tuple[int, float, 
     return None
 
 
+def minutes(run: Path) -> float:
+    """The run's training time; a run resumed by an older selfplay restarted its clock at 0
+    (elapsed_seconds now goes on), so each restart adds the time before it."""
+    with open(run / "metrics.csv", newline="") as handle:
+        seconds = [float(row["elapsed_seconds"]) for row in csv.DictReader(handle)]
+    before = sum(a for a, b in zip(seconds, seconds[1:]) if b < a)
+    return (before + seconds[-1]) / 60 if seconds else 0.0
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "none finished"
+    mean = sum(values) / len(values)
+    return f"{mean:.3f} ({min(values):.3f}-{max(values):.3f}, {len(values)} seeds)"
+
+
+def summary(out: Path, arm: str, seeds: list[int], drop: float, half: int) -> str:
+    """One line per arm over the finished seeds: where its runs end, and how low they fall
+    after ``half`` (the 180 iterations of the 30-minute recipe)."""
+    last, late_low, late_collapses, times = [], [], 0, []
+    for seed in seeds:
+        run = out / f"{arm}-{seed}" / "run"
+        if not (run / "summary.json").is_file():
+            continue
+        points = curves(run)
+        last.append(sum(v for _, v, _ in points[-3:]) / len(points[-3:]))
+        after = [(i, v) for i, v, _ in points if i > half]
+        late_low.append(min(v for _, v in after) if after else float("nan"))
+        fell = collapse([(i, v) for i, v, _ in points], drop)
+        late_collapses += bool(fell and fell[0] > half)
+        times.append(minutes(run))
+    lows = " ".join(f"{v:.2f}" for v in late_low)
+    return (
+        f"{arm}: last three {spread(last)}; lowest after {half}: {lows}; "
+        f"collapses after {half}: {late_collapses}; minutes {' '.join(f'{t:.0f}' for t in times)}"
+    )
+
+
+def plot(out: Path, arms: list[str], seeds: list[int], path: Path) -> None:
+    """Non-loss against minimax and wins against random, a panel per arm, a line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, len(arms), figsize=(3.6 * len(arms), 6), sharex=True)
+    axes = axes.reshape(2, len(arms))
+    for column, arm in enumerate(arms):
+        for seed in seeds:
+            run = out / f"{arm}-{seed}" / "run"
+            if not (run / "metrics.csv").is_file():
+                continue
+            points = curves(run)
+            its = [i for i, _, _ in points]
+            axes[0, column].plot(its, [v for _, v, _ in points], label=f"seed {seed}")
+            axes[1, column].plot(its, [w for _, _, w in points], label=f"seed {seed}")
+        axes[0, column].set_title(arm)
+        axes[1, column].set_xlabel("iteration")
+        for row in (0, 1):
+            axes[row, column].set_ylim(0, 1)
+            axes[row, column].grid(alpha=0.3)
+    axes[0, 0].set_ylabel("non-loss vs minimax")
+    axes[1, 0].set_ylabel("wins vs random")
+    axes[0, 0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    print(f"curves: {path}")
+
+
 def report(out: Path, arms: list[str], seeds: list[int], drop: float) -> None:
     for arm in arms:
         for seed in seeds:
@@ -90,6 +160,8 @@ def report(out: Path, arms: list[str], seeds: list[int], drop: float) -> None:
             print(f"{arm} seed {seed}: {verdict}; last three {sum(last) / len(last):.3f}")
             print(f"  non-loss vs minimax every 10: {minimax}")
             print(f"  wins vs random every 10:      {randoms}")
+    for arm in arms:
+        print(summary(out, arm, seeds, drop, half=180))
 
 
 def main() -> None:
@@ -100,6 +172,7 @@ def main() -> None:
     parser.add_argument("--drop", type=float, default=0.2, help="what counts as a collapse")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", action="store_true", help="only read the finished runs")
+    parser.add_argument("--plot", type=Path, help="draw the curves into this PNG file")
     args = parser.parse_args()
     if not args.report:
         for seed in args.seeds:
@@ -111,6 +184,8 @@ def main() -> None:
                 print(f"{arm} seed {seed}: {' '.join(command(arm, seed, args.iterations, folder))}")
                 subprocess.run(command(arm, seed, args.iterations, folder), check=True)
     report(args.out, args.arms, args.seeds, args.drop)
+    if args.plot:
+        plot(args.out, args.arms, args.seeds, args.plot)
 
 
 if __name__ == "__main__":

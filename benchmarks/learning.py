@@ -39,6 +39,7 @@ from selfplay.plugins.manager import registries
 MEASURED = {
     "tictactoe": ["eval.every=10", "eval.matches=200"],
     "tictactoe-cosine": ["eval.every=10", "eval.matches=200"],
+    "tictactoe-long": ["eval.every=10", "eval.matches=200"],
     "tictactoe-mixed": ["eval.every=5", "eval.matches=200"],
     "tictactoe-selfplay": ["eval.every=5", "eval.matches=100"],
     "kuhn-poker": ["eval.every=10", "eval.matches=400"],

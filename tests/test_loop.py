@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
 TINY = [
     "--game", "tictactoe", "--matches", "8", "--cold-start", "5", "--seed", "11",
@@ -66,6 +68,11 @@ def test_resume_after_sigkill_is_bitwise_equal(tmp_path, kill_at_iteration):
     # a callback's state resumes too: its running sum goes on from the checkpoint's
     column = "test/running_sum"
     assert column_of(tmp_path / "k", column) == column_of(tmp_path / "s", column)
+    # the clock goes on too: elapsed_seconds counts the killed process's iterations
+    elapsed = {i: float(v) for i, v in column_of(tmp_path / "k", "elapsed_seconds").items()}
+    saved = torch.load(tmp_path / "k" / "checkpoints" / "iter-000003" / "state.ckpt")
+    assert saved["progress"]["seconds"] == elapsed[3]
+    assert elapsed[1] < elapsed[2] < elapsed[3]
 
 
 def test_lora_reference_is_the_cold_started_policy_and_resumes_exactly(tmp_path):

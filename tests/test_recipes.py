@@ -85,6 +85,9 @@ def test_a_recipe_starts_from_its_base_and_may_name_its_game():
     cosine = run_config(recipe="tictactoe-cosine")
     assert cosine.train.lr_schedule == "cosine" and cosine.train.lr_min == 1e-5
     assert cosine.train.minibatch_size == 64  # from tictactoe, its base
+    long, measured = run_config(recipe="tictactoe-long"), run_config(iterations=360)
+    assert measured.recipe == "tictactoe"  # benchmarks/collapse.py's latest arm
+    assert long.model_dump(exclude={"recipe"}) == measured.model_dump(exclude={"recipe"})
     kuhn = run_config(recipe="kuhn-poker")
     assert kuhn.game == "kuhn-poker" and kuhn.matches == 256
     with pytest.raises(ConfigError, match=r"is for game 'kuhn-poker'.*tictactoe"):

@@ -254,7 +254,7 @@ class Trainer:
         start = state.progress.iteration
         if not resuming:
             state.league.start()
-        self.started = time.perf_counter()
+        self.started, earlier = time.perf_counter(), state.progress.seconds
         if config.resume and start >= config.iterations:
             raise ConfigError(
                 f"{config.resume} has already trained {start} iterations; "
@@ -295,7 +295,9 @@ class Trainer:
                         )
                 for _, callback in state.callbacks:
                     callback.on_iteration_metrics(state.view, played.episodes, row)
-                row["elapsed_seconds"] = time.perf_counter() - self.started
+                # the run's training time, a resumed run's earlier processes' included
+                state.progress.seconds = earlier + time.perf_counter() - self.started
+                row["elapsed_seconds"] = state.progress.seconds
                 self._log(row)
                 rows.append(row)
                 display.update(row)

@@ -42,6 +42,7 @@ class Progress:
 
     iteration: int = 0
     episodes_bytes: int = 0
+    seconds: float = 0.0  # training time up to ``iteration``, over every process that ran it
     before: dict[str, dict[str, Any]] = field(default_factory=dict)
     before_tasks: dict[str, float] = field(default_factory=dict)
 
