@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,7 @@ def minutes(run: Path) -> float:
     (elapsed_seconds now goes on), so each restart adds the time before it."""
     with open(run / "metrics.csv", newline="") as handle:
         seconds = [float(row["elapsed_seconds"]) for row in csv.DictReader(handle)]
-    before = sum(a for a, b in zip(seconds, seconds[1:]) if b < a)
+    before = sum(a for a, b in itertools.pairwise(seconds) if b < a)
     return (before + seconds[-1]) / 60 if seconds else 0.0
 
 
