@@ -33,15 +33,22 @@ def test_the_report_reads_each_runs_curves_and_names_the_unfinished(tmp_path, ca
     (run / "summary.json").write_text(json.dumps({}))
     with open(run / "metrics.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["iteration", collapse.MINIMAX, collapse.RANDOM, "loss"])
-        writer.writerow([1, "", "", 0.1])  # a row without an evaluation
-        for iteration, value in ((10, 0.5), (20, 0.9), (30, 0.6), (40, 0.65)):
-            writer.writerow([iteration, value, value / 2, 0.1])
+        writer.writerow(["iteration", collapse.MINIMAX, collapse.RANDOM, "loss", "elapsed_seconds"])
+        writer.writerow([1, "", "", 0.1, 6])  # a row without an evaluation
+        # resumed after 180 by a selfplay whose clock started again at 0
+        points = ((170, 0.5, 60), (180, 0.9, 120), (190, 0.6, 30), (200, 0.65, 90))
+        for iteration, value, seconds in points:
+            writer.writerow([iteration, value, value / 2, 0.1, seconds])
     collapse.report(tmp_path, ["pool", "psro"], [0], 0.2)
     said = capsys.readouterr().out
-    assert "pool seed 0: collapsed at 30 (best so far 0.90, then 0.60); last three 0.717" in said
+    assert "pool seed 0: collapsed at 190 (best so far 0.90, then 0.60); last three 0.717" in said
     assert "0.50 0.90 0.60 0.65" in said and "0.25 0.45 0.30 0.33" in said
     assert "psro seed 0: not finished" in said
+    assert (
+        "pool: last three 0.717 (0.717-0.717, 1 seeds); lowest after 180: 0.60; "
+        "collapses after 180: 1; minutes 4"  # 120 s before the restart, 90 after
+    ) in said
+    assert "psro: last three none finished" in said
 
 
 def test_each_arm_changes_only_who_sits_opposite_in_training(tmp_path):
