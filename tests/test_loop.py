@@ -145,6 +145,48 @@ def test_a_checkpoint_that_hashed_its_time_limit_resumes_with_a_new_one(tmp_path
     assert sorted(losses(tmp_path / "old")) == [1, 2]
 
 
+def test_a_run_written_before_a_setting_existed_resumes_and_a_changed_one_is_named(
+    tmp_path, monkeypatch, capfd
+):
+    import yaml
+
+    from selfplay.core.commands.cli import main
+    from selfplay.core.run import checkpoint, resume, run_folder
+
+    def older(settings):  # as a selfplay without pool.keep_best wrote them
+        pool = {k: v for k, v in settings["pool"].items() if not k.startswith("keep_best")}
+        return {**settings, "pool": pool}
+
+    real_hash, real_text = checkpoint.config_hash, run_folder.config_text
+    monkeypatch.setattr(checkpoint, "config_hash", lambda c, **kw: real_hash(older(c), **kw))
+    text = lambda config: yaml.safe_dump(older(yaml.safe_load(real_text(config))))  # noqa: E731
+    monkeypatch.setattr(run_folder, "config_text", text)
+    monkeypatch.setattr(resume, "config_text", text)
+    run = tmp_path / "old"
+    threads = torch.get_num_threads()
+    try:
+        args = ["run", *TINY, "--iterations", "2", "--out", str(tmp_path), "--name", "old"]
+        assert main([*args, "--set", "threads=1"]) == 0
+        assert "keep_best" not in (run / "checkpoints" / "iter-000002" / "config.yaml").read_text()
+        for patched, real in ((checkpoint, real_hash), (resume, real_text)):
+            monkeypatch.setattr(patched, real.__name__, real)
+        monkeypatch.setattr(run_folder, "config_text", real_text)
+        assert main(["run", "--resume", str(run), "--iterations", "3"]) == 0
+        assert sorted(losses(run)) == [1, 2, 3]
+        # a setting changed by hand in config.yaml is refused, named with both values
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        config["train"]["lr"] = 0.125
+        (run / "config.yaml").write_text(yaml.safe_dump(config))
+        capfd.readouterr()
+        refused = main(["run", "--resume", str(run), "--iterations", "4"])
+    finally:
+        torch.set_num_threads(threads)
+    said = " ".join(capfd.readouterr().err.split())
+    assert refused == 4, said
+    assert "train.lr: 0.0001 in the checkpoint, 0.125 now" in said
+    assert sorted(losses(run)) == [1, 2, 3]
+
+
 def test_repeated_non_finite_losses_stop_with_exit_code_3(tmp_path):
     # a non-finite reward no longer reaches the loss (it is dropped where it is made), so
     # the test objective makes the loss itself NaN

@@ -18,11 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.markup import escape
 
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
-from selfplay.core.run import checkpoint
+from selfplay.core.run import checkpoint, same_settings
 from selfplay.core.run.run_folder import RunFolder, config_text
 from selfplay.core.train.learners import Learner
 from selfplay.core.train.state import RunState
@@ -103,15 +102,14 @@ def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -
         if not learner.config.lora.enabled:
             loaded[f"model{key}"] = learner.model
     rest = checkpoint.load(fabric, path, loaded)
-    saved_hash = rest["config_hash"]
-    settings = config.model_dump(mode="json")
-    current = checkpoint.config_hash(settings)
-    # a checkpoint written before minutes left the hash hashed its own limit
-    legacy = {**settings, "minutes": _saved_minutes(path, settings["minutes"])}
-    if saved_hash not in (current, checkpoint.config_hash(legacy, with_minutes=True)):
+    settings, saved = config.model_dump(mode="json"), same_settings.saved_settings(path)
+    if not same_settings.same_settings(rest["config_hash"], settings, saved):
+        differ = same_settings.differences(saved, settings) or (
+            f"hash {rest['config_hash']} in the checkpoint, {checkpoint.config_hash(settings)} now"
+        )
         raise checkpoint.CheckpointError(
-            f"The checkpoint {path} was written with a different config ({saved_hash} vs "
-            f"{current}); resume with the run folder's own config.yaml."
+            f"The checkpoint {path} was written with other settings ({differ}); resume with "
+            "the run folder's own config.yaml."
         )
     for learner in state.learners:
         if learner.config.lora.enabled:
@@ -125,12 +123,3 @@ def _key(state: RunState, learner: Learner) -> str:
     """How a learner's entries are named in a checkpoint: ``model`` for the shared policy,
     ``model/NAME`` for each of several learners."""
     return "" if state.shared else f"/{learner.name}"
-
-
-def _saved_minutes(path: Any, default: Any) -> Any:
-    """The time limit in the checkpoint's copy of config.yaml (``default`` if unreadable)."""
-    try:
-        saved = yaml.safe_load((Path(path) / checkpoint.CONFIG).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return default
-    return saved.get("minutes", default) if isinstance(saved, dict) else default
