@@ -18,10 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.markup import escape
 
+from selfplay.core.config import RunConfig
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
-from selfplay.core.run import checkpoint, same_settings
+from selfplay.core.run import checkpoint
 from selfplay.core.run.run_folder import RunFolder, config_text
 from selfplay.core.train.learners import Learner
 from selfplay.core.train.state import RunState
@@ -102,9 +104,9 @@ def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -
         if not learner.config.lora.enabled:
             loaded[f"model{key}"] = learner.model
     rest = checkpoint.load(fabric, path, loaded)
-    settings, saved = config.model_dump(mode="json"), same_settings.saved_settings(path)
-    if not same_settings.same_settings(rest["config_hash"], settings, saved):
-        differ = same_settings.differences(saved, settings) or (
+    settings, saved = config.model_dump(mode="json"), saved_settings(path)
+    if not same_settings(rest["config_hash"], settings, saved):
+        differ = differences(saved, settings) or (
             f"hash {rest['config_hash']} in the checkpoint, {checkpoint.config_hash(settings)} now"
         )
         raise checkpoint.CheckpointError(
@@ -123,3 +125,77 @@ def _key(state: RunState, learner: Learner) -> str:
     """How a learner's entries are named in a checkpoint: ``model`` for the shared policy,
     ``model/NAME`` for each of several learners."""
     return "" if state.shared else f"/{learner.name}"
+
+
+# ---- whether a checkpoint was written with the settings a resume brings -----------------
+#
+# A resume rebuilds its settings from the run folder's config.yaml, so a setting selfplay
+# gained after the checkpoint was written is absent from the checkpoint's copy and holds its
+# default now: it is left out before hashing, and an older run folder still resumes. A
+# setting that really differs is named in the error, beside its two values.
+
+# what a resume may change, or what does not shape training (checkpoint.config_hash)
+NOT_COMPARED = {"iterations", "resume", "out", "name", "eval", "recipe", "minutes"}
+MISSING = object()
+
+
+def saved_settings(path: Path) -> dict[str, Any]:
+    """The checkpoint's copy of config.yaml ({} when it cannot be read)."""
+    try:
+        saved = yaml.safe_load((Path(path) / checkpoint.CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
+
+
+def same_settings(saved_hash: str, settings: dict[str, Any], saved: dict[str, Any]) -> bool:
+    """Whether ``settings`` (the resume's, as JSON) hash to ``saved_hash``: as they are, less
+    the settings added since ``saved`` was written, and either way with the checkpoint's own
+    time limit (checkpoints written before a resume could set a new one hashed it)."""
+    candidates = [settings]
+    if saved:
+        candidates.append(_known(settings, saved, RunConfig().model_dump(mode="json")))
+    minutes = saved.get("minutes", settings["minutes"])
+    return any(
+        saved_hash
+        in (
+            checkpoint.config_hash(candidate),
+            checkpoint.config_hash({**candidate, "minutes": minutes}, with_minutes=True),
+        )
+        for candidate in candidates
+    )
+
+
+def _known(settings: dict[str, Any], saved: dict[str, Any], defaults: Any) -> dict[str, Any]:
+    """``settings`` less each key that ``saved`` lacks and that holds its default (a setting
+    added later); a key the user set, or one whose default is unknown, stays."""
+    kept = {}
+    for key, value in settings.items():
+        default = defaults.get(key, MISSING) if isinstance(defaults, dict) else MISSING
+        if key not in saved:
+            if value == default:
+                continue
+            kept[key] = value
+        elif isinstance(value, dict) and isinstance(saved[key], dict):
+            kept[key] = _known(value, saved[key], default)
+        else:
+            kept[key] = value
+    return kept
+
+
+def differences(saved: dict[str, Any], settings: dict[str, Any], limit: int = 4) -> str:
+    """The settings that differ, ``key: SAVED in the checkpoint, NOW now``, the first few."""
+    found: list[str] = []
+
+    def walk(old: Any, new: Any, prefix: str) -> None:
+        if isinstance(old, dict) and isinstance(new, dict):
+            for key in sorted(set(old) | set(new)):
+                if prefix or key not in NOT_COMPARED:
+                    walk(old.get(key, MISSING), new.get(key, MISSING), f"{prefix}{key}.")
+        elif old != new and old is not MISSING:
+            shown = "(absent)" if new is MISSING else repr(new)
+            found.append(f"{prefix[:-1]}: {old!r} in the checkpoint, {shown} now")
+
+    walk(saved, settings, "")
+    more = f" and {len(found) - limit} more" if len(found) > limit else ""
+    return "; ".join(found[:limit]) + more
