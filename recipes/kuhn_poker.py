@@ -27,8 +27,9 @@ KUHN = Recipe(
 LEGAL = Recipe(
     "kuhn-poker-legal",
     "Kuhn poker's five-seed recipe: a cold start on the random and Nash players, then a choice "
-    "among the legal moves trained by legal-pg under a moving KL magnet, 134 iterations "
-    "(RESULTS.md).",
+    "among the legal moves trained by legal-pg under a moving KL magnet, 134 iterations, "
+    "20-35 minutes: exploitability 0.082 (0.046-0.128) for the last iterate, 0.050 "
+    "(0.041-0.063) for the average of the iterates on seeds 0-4 (RESULTS.md).",
     {
         "game": "kuhn-poker",
         "cold_start.steps": 200,
