@@ -209,17 +209,22 @@ def test_recipes_and_objectives_are_listed_with_what_they_hold():
     assert reads["sft"] == "train.update_epochs"
 
 
-def test_the_benchmarks_run_the_registered_recipes():
-    """benchmarks/learning.py and objectives.py name recipes the registry holds."""
+def benchmark_scripts(*names: str) -> list:
+    """The benchmarks/ scripts ``names``, imported as modules."""
+    import importlib
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "benchmarks"
     sys.path.insert(0, str(root))
     try:
-        import learning
-        import objectives
+        return [importlib.import_module(name) for name in names]
     finally:
         sys.path.remove(str(root))
+
+
+def test_the_benchmarks_run_the_registered_recipes():
+    """benchmarks/learning.py and objectives.py name recipes the registry holds."""
+    learning, objectives = benchmark_scripts("learning", "objectives")
     known = {entry.name for entry in registries().recipes}
     assert set(learning.MEASURED) <= known
     assert {f"math-{name}" for name in objectives.RECIPES} <= known
@@ -241,16 +246,7 @@ def test_a_game_built_on_another_inherits_its_recipe_but_keeps_its_own_name(monk
 
 def test_kuhn_poker_legal_holds_the_settings_readme_measured():
     """The named recipe is the benchmarks/opponents.py run README's five Kuhn seeds quote."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1] / "benchmarks"
-    sys.path.insert(0, str(root))
-    try:
-        import readme_figures
-
-        import opponents
-    finally:
-        sys.path.remove(str(root))
+    readme_figures, opponents = benchmark_scripts("readme_figures", "opponents")
     words = readme_figures.CLAIMS["kuhn-legal-pg"].command.split()
     after = {word: words[at + 1] for at, word in enumerate(words[:-1]) if word.startswith("--")}
     opponent, extra = opponents.variant(after["--samplers"])
