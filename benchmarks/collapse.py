@@ -72,6 +72,11 @@ def collapse(values: list[tuple[int, float]], drop: float) -> tuple[int, float, 
     return None
 
 
+def last_three(points: list[tuple[int, float, float]]) -> float:
+    """The mean non-loss against minimax of a run's last three evaluations."""
+    return sum(v for _, v, _ in points[-3:]) / len(points[-3:])
+
+
 def minutes(run: Path) -> float:
     """The run's training time; a run resumed by an older selfplay restarted its clock at 0
     (elapsed_seconds now goes on), so each restart adds the time before it."""
@@ -97,7 +102,7 @@ def summary(out: Path, arm: str, seeds: list[int], drop: float, half: int) -> st
         if not (run / "summary.json").is_file():
             continue
         points = curves(run)
-        last.append(sum(v for _, v, _ in points[-3:]) / len(points[-3:]))
+        last.append(last_three(points))
         after = [(i, v) for i, v, _ in points if i > half]
         late_low.append(min(v for _, v in after) if after else float("nan"))
         fell = collapse([(i, v) for i, v, _ in points], drop)
@@ -157,8 +162,7 @@ def report(out: Path, arms: list[str], seeds: list[int], drop: float) -> None:
                 if fell
                 else "no collapse"
             )
-            last = [v for _, v, _ in points[-3:]]
-            print(f"{arm} seed {seed}: {verdict}; last three {sum(last) / len(last):.3f}")
+            print(f"{arm} seed {seed}: {verdict}; last three {last_three(points):.3f}")
             print(f"  non-loss vs minimax every 10: {minimax}")
             print(f"  wins vs random every 10:      {randoms}")
     for arm in arms:

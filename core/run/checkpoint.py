@@ -82,13 +82,15 @@ LATER_KEYS = {
 }
 
 
+# settings that do not shape training, left out of the hash (the recipe's name too: what it
+# set is in the settings themselves); the time limit is left out as well, see config_hash
+UNHASHED = frozenset({"iterations", "resume", "out", "name", "eval", "recipe"})
+
+
 def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> str:
     """Hash of the settings that shape training (not the iteration count, the time limit or
     paths). ``with_minutes``: as checkpoints hashed before a resume could set a new limit."""
-    # the recipe's name is left out: what it set is in the settings themselves
-    ignored = {"iterations", "resume", "out", "name", "eval", "recipe"}
-    if not with_minutes:
-        ignored.add("minutes")
+    ignored = UNHASHED if with_minutes else UNHASHED | {"minutes"}
     stable = {
         k: _without_later(k, v)
         for k, v in config_json.items()

@@ -134,8 +134,6 @@ def _key(state: RunState, learner: Learner) -> str:
 # default now: it is left out before hashing, and an older run folder still resumes. A
 # setting that really differs is named in the error, beside its two values.
 
-# what a resume may change, or what does not shape training (checkpoint.config_hash)
-NOT_COMPARED = {"iterations", "resume", "out", "name", "eval", "recipe", "minutes"}
 MISSING = object()
 
 
@@ -172,13 +170,9 @@ def _known(settings: dict[str, Any], saved: dict[str, Any], defaults: Any) -> di
     kept = {}
     for key, value in settings.items():
         default = defaults.get(key, MISSING) if isinstance(defaults, dict) else MISSING
-        if key not in saved:
-            if value == default:
-                continue
-            kept[key] = value
-        elif isinstance(value, dict) and isinstance(saved[key], dict):
+        if key in saved and isinstance(value, dict) and isinstance(saved[key], dict):
             kept[key] = _known(value, saved[key], default)
-        else:
+        elif key in saved or value != default:
             kept[key] = value
     return kept
 
@@ -190,7 +184,7 @@ def differences(saved: dict[str, Any], settings: dict[str, Any], limit: int = 4)
     def walk(old: Any, new: Any, prefix: str) -> None:
         if isinstance(old, dict) and isinstance(new, dict):
             for key in sorted(set(old) | set(new)):
-                if prefix or key not in NOT_COMPARED:
+                if prefix or key not in checkpoint.UNHASHED | {"minutes"}:
                     walk(old.get(key, MISSING), new.get(key, MISSING), f"{prefix}{key}.")
         elif old != new and old is not MISSING:
             shown = "(absent)" if new is MISSING else repr(new)
