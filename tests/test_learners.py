@@ -145,6 +145,28 @@ def test_a_learners_setting_its_own_objective_reads_is_kept():
     assert learner_config(config, "player_1").train.kl_coef == 0.1
 
 
+def test_a_learners_setting_added_later_does_not_block_an_older_run_folder():
+    from selfplay.core.run import checkpoint
+    from selfplay.core.run.resume import same_settings
+
+    given = ["learners.proposer.roles=[proposer]", "learners.solver.train={lr: 3.0e-5}"]
+    now = build_config(None, {"game": "math-proposer-solver"}, given).model_dump(mode="json")
+
+    def without_lr_min(settings):  # as a selfplay before train.lr_min wrote them
+        settings = json.loads(json.dumps(settings))
+        del settings["train"]["lr_min"], settings["learners"]["solver"]["train"]["lr_min"]
+        return settings
+
+    older = without_lr_min(now)
+    assert same_settings(checkpoint.config_hash(older), now, older)
+    changed = json.loads(json.dumps(now))
+    changed["learners"]["solver"]["train"]["lr"] = 1e-4
+    assert not same_settings(checkpoint.config_hash(older), changed, older)
+    changed = json.loads(json.dumps(now))
+    changed["learners"]["solver"]["train"]["lr_min"] = 1e-6  # set, not a default: it counts
+    assert not same_settings(checkpoint.config_hash(older), changed, older)
+
+
 def test_a_judge_must_name_which_learner(tmp_path, capsys):
     args = ["run", "--game", "debate", "--learner", "pro", "--learner", "con"]
     args += ["--reward", "judge", "--set", "reward_options.judge.model=learner"]

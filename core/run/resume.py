@@ -22,6 +22,8 @@ import yaml
 from rich.markup import escape
 
 from selfplay.core.config import RunConfig
+from selfplay.core.config_learners import LearnerConfig
+from selfplay.core.config_sections import ColdStartConfig, LoraConfig, TrainConfig
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.run import checkpoint
 from selfplay.core.run.run_folder import RunFolder, config_text
@@ -152,7 +154,7 @@ def same_settings(saved_hash: str, settings: dict[str, Any], saved: dict[str, An
     time limit (checkpoints written before a resume could set a new one hashed it)."""
     candidates = [settings]
     if saved:
-        candidates.append(_known(settings, saved, RunConfig().model_dump(mode="json")))
+        candidates.append(_known(settings, saved, _defaults()))
     minutes = saved.get("minutes", settings["minutes"])
     return any(
         saved_hash
@@ -162,6 +164,33 @@ def same_settings(saved_hash: str, settings: dict[str, Any], saved: dict[str, An
         )
         for candidate in candidates
     )
+
+
+class _EachName(dict):
+    """The defaults of a section keyed by names the user chose (``learners.NAME``): the same
+    for every name."""
+
+    def __init__(self, each: dict[str, Any]) -> None:
+        super().__init__()
+        self.each = each
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.each
+
+
+def _defaults() -> dict[str, Any]:
+    """Every setting's default, a learner's own sections included (a learner that sets
+    ``train`` holds the whole train section)."""
+    defaults = RunConfig().model_dump(mode="json")
+    learner = LearnerConfig().model_dump(mode="json")
+    for key, section in (
+        ("train", TrainConfig),
+        ("cold_start", ColdStartConfig),
+        ("lora", LoraConfig),
+    ):
+        learner[key] = section().model_dump(mode="json")
+    defaults["learners"] = _EachName(learner)
+    return defaults
 
 
 def _known(settings: dict[str, Any], saved: dict[str, Any], defaults: Any) -> dict[str, Any]:
