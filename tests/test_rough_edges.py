@@ -10,15 +10,15 @@ from rich.console import Console
 
 from selfplay.api.reward import RewardContext, RewardError
 from selfplay.core.commands.cli import main
-from selfplay.core.commands.listing import games, games_table
+from selfplay.core.commands.listing import games, games_table, recipes, recipes_table
 from selfplay.core.train.samples import untrained_message
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.quality import Quality
 
 
-def rendered(table) -> str:
-    console = Console(file=io.StringIO(), width=400, color_system=None)
+def rendered(table, width: int = 400) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None)
     console.print(table)
     return console.file.getvalue()
 
@@ -99,3 +99,12 @@ def test_debate_judged_by_the_tiny_model_fits_and_says_it_trained_nothing(tmp_pa
     assert "0 samples trained: every judge answer was unreadable" in said
     assert main(["show", str(tmp_path / "d"), "--unreadable", "--all"]) == 0
     assert "judge on the match (unreadable)" in capsys.readouterr().out
+
+
+def test_listings_fit_an_80_column_terminal_and_break_module_names_at_their_dots():
+    for table in (games_table(games()), recipes_table(recipes())):
+        lines = rendered(table, width=80).splitlines()
+        assert max(len(line) for line in lines) <= 80
+    text = rendered(recipes_table(recipes()), width=80)
+    assert "selfplay.recipes" in text and "kuhn-poker-legal" in text
+    assert "selfplay.recipes.kuhn_" not in text  # the module name broke at a dot, not mid-word

@@ -166,29 +166,52 @@ def recipes() -> list[dict[str, Any]]:
 
 
 def recipes_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="recipes (--recipe NAME; the user's own settings win)", show_lines=True)
-    for header in ("name", "description and settings", "plugin"):
-        table.add_column(header)
+    table = _three_columns(
+        "recipes (--recipe NAME; the user's own settings win)", "description and settings"
+    )
     for row in rows:
         base = f"  (starts from {row['base']})\n" if row["base"] else ""
         settings = "\n".join(f"  {key} = {value!r}" for key, value in row["settings"].items())
         text = f"{row['description']}\n{base}{settings}"
-        table.add_row(escape(row["name"]), escape(text), escape(row["plugin"]))
+        table.add_row(escape(row["name"]), escape(text), escape(_dotted(row["plugin"])))
     return table
 
 
 def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
     """Registered factories with their one-line doc and options, one row each."""
-    table = Table(title=title, show_lines=True)
-    for header in ("name", "description and options", "plugin"):
-        table.add_column(header)
+    table = _three_columns(title, "description and options")
     for row in rows:
         name = row["name"] + (f":{row['argument'].upper()}" if row.get("argument") else "")
         text = f"{row['description']}\n{option_lines(row['options'])}".strip()
         if row.get("reads"):
             text += f"\n  reads {row['reads']}"
-        table.add_row(escape(name), escape(text), escape(row["plugin"]))
+        table.add_row(escape(name), escape(text), escape(_dotted(row["plugin"])))
     return table
+
+
+PLUGIN_WIDTH = 22
+
+
+def _three_columns(title: str, middle: str) -> Table:
+    """Name, the text, and the plug-in that registered it: the text takes the width a narrow
+    terminal has, the plug-in's module folds onto a second line."""
+    table = Table(title=title, show_lines=True)
+    table.add_column("name", max_width=24)
+    table.add_column(middle, ratio=1)
+    table.add_column("plugin", max_width=PLUGIN_WIDTH, overflow="fold")
+    return table
+
+
+def _dotted(module: str, width: int = PLUGIN_WIDTH) -> str:
+    """A module's dotted name broken after its dots into lines of at most ``width``."""
+    lines = [""]
+    for part in module.split("."):
+        piece = part if not lines[-1] else f".{part}"
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append(piece)
+        else:
+            lines[-1] += piece
+    return "\n".join(lines)
 
 
 def option_lines(options: dict[str, dict[str, Any]]) -> str:
@@ -202,8 +225,10 @@ def option_lines(options: dict[str, dict[str, Any]]) -> str:
 
 def games_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="games", show_lines=True)
-    for header in ("name", "roles", "players", "description and options"):
-        table.add_column(header)
+    table.add_column("name", max_width=22)
+    table.add_column("roles", max_width=14)
+    table.add_column("players", max_width=14)
+    table.add_column("description and options", ratio=1)
     for row in rows:
         text = escape(f"{row['description']}\n{option_lines(row['options'])}")
         table.add_row(
