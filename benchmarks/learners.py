@@ -144,20 +144,23 @@ def math(args: argparse.Namespace) -> None:
 
 def proposals(folder: Path) -> dict[str, list[float]]:
     """Per iteration: the share of matches whose proposal was read (a problem and an answer in
-    the asked form) and the share the proposer then solved itself (a valid proposal)."""
+    the asked form), the share the proposer then solved itself (a valid proposal), and the
+    share whose answer the game worked out to be wrong (game_options.compute_answers)."""
     read: dict[int, list[int]] = {}
     with (folder / "episodes.jsonl").open() as f:
         for line in f:
             episode = json.loads(line)
             state = episode["state"]
-            counts = read.setdefault(episode["record"]["iteration"], [0, 0, 0])
+            counts = read.setdefault(episode["record"]["iteration"], [0, 0, 0, 0])
             counts[0] += 1
             counts[1] += state.get("problem") is not None
             counts[2] += state.get("self_verdict") == "pass"
+            counts[3] += state.get("stated") == "fail"
     ordered = [read[i] for i in sorted(read)]
     return {
         "proposal_read_by_iteration": [c[1] / c[0] for c in ordered],
         "proposal_valid_by_iteration": [c[2] / c[0] for c in ordered],
+        "proposal_wrong_answer_by_iteration": [c[3] / c[0] for c in ordered],
     }
 
 

@@ -1,6 +1,9 @@
 """The shared rules of the maths proposer/solver games, decided by a verifier.
 
     propose  the proposer writes a problem with its answer: [problem: ... answer: ...]
+    compute  (compute_answers) a problem the game can work out itself (plain arithmetic, one
+             linear equation: games/proposers/computed.py) must come with its right answer;
+             a wrong one makes the problem invalid, however sure the proposer is of it
     check    (validity_check) the proposer solves its own problem again, without seeing
              its answer (Absolute Zero's validity check); a problem it cannot solve is invalid
     solve    the solver answers [42], or asks a clarifying question [ask: ...] (at most
@@ -13,9 +16,10 @@ match's seed) shows the solver the problem with an irrelevant sentence inserted
 ``noisy`` split of the task evaluation measures the solver on the held-out problems with
 noise, next to the clean ``held_out`` split.
 
-Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An invalid problem (the
-proposer fails its own check) ends the match at once: the proposer gets
-``invalid_problem_payoff`` (−1) and the solver 0, as the solver never played; the game is
+Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An invalid problem (a
+wrong answer to a computable problem, or the proposer failing its own check) ends the match
+at once: the proposer gets ``invalid_problem_payoff`` (−1) and the solver 0, as the solver
+never played; the game is
 therefore not zero-sum. A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
 neither a win nor a loss, marked ``void`` in the signals and ``state.void`` (episodes keep a
 payoff for every role, so a void match is a draw with its reason recorded rather than a
@@ -38,6 +42,7 @@ from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Playe
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
 from selfplay.games.banks.noise import add_noise, noisy_version
+from selfplay.games.proposers.computed import computed_answer
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
@@ -66,6 +71,11 @@ class ProposerSolverOptions(GameOptions):
     )
     validity_check: bool = Field(
         default=True, description="The proposer must solve its own problem for it to count."
+    )
+    compute_answers: bool = Field(
+        default=True,
+        description="A problem the game can work out (plain arithmetic, one linear equation) "
+        "counts only with its right answer.",
     )
     invalid_problem_payoff: float = Field(
         default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
@@ -114,6 +124,8 @@ class ProposerSolverState(GameState):
     problem: str | None = None
     noisy_problem: str | None = None  # what the solver reads, when noise was injected
     answer: str | None = None
+    computed: str | None = None  # the problem's value, when the game could work it out
+    stated: str | None = None  # the verifier's verdict on the proposer's answer against it
     self_answer: str | None = None
     self_verdict: str | None = None
     questions: tuple[tuple[str, str | None], ...] = ()  # (question, reply; None = declined)
@@ -228,10 +240,22 @@ class ProposerSolverGame(Game):
     def apply(self, state: ProposerSolverState, role: Role, action: str) -> ProposerSolverState:
         if state.phase == "propose":
             problem, answer = parse_proposal(action)
-            phase = "check" if self.options.validity_check else "solve"
             opts = self.options
+            computed = computed_answer(problem) if opts.compute_answers else None
+            stated = None if computed is None else game_verifier(self).verify(answer, computed)
+            phase = "check" if opts.validity_check else "solve"
+            if stated is not None and stated.status != "pass":
+                phase = "done"  # a wrong answer to a problem the game worked out: invalid
             noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
-            update = {"problem": problem, "answer": answer, "phase": phase, "noisy_problem": noisy}
+            update = {
+                "problem": problem,
+                "answer": answer,
+                "computed": computed,
+                "stated": stated and stated.status,
+                "phase": phase,
+                "noisy_problem": noisy,
+                "void": stated and _void(stated.status, "answer check"),
+            }
             return state.model_copy(update=update)
         if state.phase == "check":
             verdict = self.verify(action, state.answer)
@@ -272,7 +296,7 @@ class ProposerSolverGame(Game):
             return None
         if state.void is not None:
             return dict.fromkeys(ROLES, 0.0)
-        if state.self_verdict == "fail":
+        if not valid(state):
             return {"proposer": self.options.invalid_problem_payoff, "solver": 0.0}
         solved = state.verdict == "pass"
         return {"solver": 1.0 if solved else -1.0, "proposer": -1.0 if solved else 1.0}
@@ -293,7 +317,7 @@ class ProposerSolverGame(Game):
             **super().signals(state),
             "questions": float(len(state.questions)),
             "replies": float(sum(reply is not None for _, reply in state.questions)),
-            "valid_problem": float(state.self_verdict != "fail" and state.problem is not None),
+            "valid_problem": float(valid(state) and state.problem is not None),
             "solved": float(state.verdict == "pass"),
             "void": float(state.void is not None),
         }
@@ -338,6 +362,12 @@ class ProposerSolverGame(Game):
     def task_solved(self, state: ProposerSolverState) -> bool | None:
         """Void tasks (verifier timeout or error) are None: counted, left out of accuracy."""
         return None if state.void is not None else state.verdict == "pass"
+
+
+def valid(state: ProposerSolverState) -> bool:
+    """Not (yet) found invalid: neither a wrong answer to a problem the game worked out nor
+    a failed validity check."""
+    return state.stated != "fail" and state.self_verdict != "fail"
 
 
 def noisy_problem(problem: str, key: int | str, opts: Any) -> str:

@@ -1,0 +1,95 @@
+"""The answer of a proposed problem that the game can work out itself.
+
+The validity check (the proposer solves its own problem again) asks only that the proposer
+agree with itself. A proposer that believes 1 + 1 = 1 writes ``[problem: What is 1 + 1?
+answer: 1]``, answers 1 again, passes, and the solver is then scored against 1: paid for
+the wrong answer and punished for the right one. Where a problem is plain arithmetic or one
+linear equation, `computed_answer` finds its value, and the game holds the proposer's
+answer to it (``game_options.compute_answers``).
+
+Computable, and nothing else:
+
+- an arithmetic expression (numbers, ``+ - * / ^ × ÷``, parentheses, and the words plus,
+  minus, times, multiplied by, divided by, beside which a fraction ``7/8`` is one number)
+  that holds every digit of the problem, with only
+  question words around it: "What is 21 + 49?", "Compute (28 + 27) * 4 - 28 / 4.", "What is
+  2/8 plus 7/9? Give a reduced fraction.";
+- ``Solve for x: <an equation of degree 1 in x>``.
+
+A problem with any other word beside its numbers ("twice", "more than", a word problem, a
+typo) is left to the validity check alone: reading prose is the solver's task, and a value
+computed from a misread problem would mark a right answer wrong. Values are built by the math
+verifier's parser from whitelisted tokens (verifiers/math_parse.py); no text is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+
+from selfplay.verifiers.answers import ParseError
+from selfplay.verifiers.math_parse import parse_span
+from selfplay.verifiers.math_syntax import Relation
+
+OPERATOR_WORDS = {"multiplied by": "*", "divided by": "/", "plus": "+", "minus": "-", "times": "*"}
+QUESTION_WORDS = frozenset(
+    """what what's is the value of compute calculate evaluate find work out simplify give your
+    answer as a an reduced fraction in lowest terms please""".split()  # noqa: SIM905
+)
+ARITHMETIC = re.compile(r"[-+*/^×÷().\d\s]*\d[-+*/^×÷().\d\s]*")
+FRACTION = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?")
+WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+OUTSIDE = re.compile(r"[\s?.,:;=!]*")
+SOLVE_FOR = re.compile(r"\s*solve\s+for\s+(?P<unknown>[a-z])\s*:\s*(?P<equation>.+?)[\s.]*$", re.I)
+MAX_CHARS = 200  # longer problems are left to the validity check
+
+
+def computed_answer(problem: str) -> str | None:
+    """The exact value of ``problem`` when it is computable (above), as the verifier reads
+    it (``7``, ``-3/4``); None when it is not, or cannot be built."""
+    if len(problem) > MAX_CHARS:
+        return None
+    try:
+        solve = SOLVE_FOR.match(problem)
+        value = _root(solve) if solve else _expression(problem)
+    except (ParseError, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None
+    if value is None or not isinstance(value, sympy.Rational):
+        return None
+    return str(value)
+
+
+def _expression(problem: str) -> sympy.Basic | None:
+    text = problem.lower()
+    for words, operator in OPERATOR_WORDS.items():
+        text = re.sub(rf"\b{words}\b", f" {operator} ", text)
+    if text != problem.lower():  # "divided by 7/8" divides by the fraction: keep each whole
+        text = FRACTION.sub(r"(\g<0>)", text)
+    spans = [m for m in ARITHMETIC.finditer(text) if m.group().strip(" .")]
+    if len(spans) != 1:
+        return None  # no number, or numbers in two places: not one expression
+    span = spans[0]
+    outside = text[: span.start()] + " " + text[span.end() :]
+    if any(w not in QUESTION_WORDS for w in WORD.findall(outside)):
+        return None
+    if OUTSIDE.fullmatch(WORD.sub(" ", outside)) is None:
+        return None  # other symbols beside the expression (a letter-number mix, a unit)
+    value = parse_span(span.group().strip(" ."))
+    return value if isinstance(value, sympy.Expr) else None
+
+
+def _root(solve: re.Match[str]) -> sympy.Basic | None:
+    relation = parse_span(solve["equation"])
+    if not (isinstance(relation, Relation) and relation.ops == ("=",)):
+        return None
+    difference = sympy.expand(relation.items[0] - relation.items[1])
+    unknowns = difference.free_symbols
+    if len(unknowns) != 1 or next(iter(unknowns)).name != solve["unknown"].lower():
+        return None
+    unknown = next(iter(unknowns))
+    polynomial = sympy.Poly(difference, unknown)
+    if polynomial.degree() != 1:
+        return None
+    slope, intercept = polynomial.all_coeffs()
+    return -intercept / slope

@@ -1,0 +1,104 @@
+"""A proposer cannot teach the solver a wrong answer to a problem the game can work out."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from selfplay.games.banks import TRAINING_TOPICS, WARM_UP_TOPICS, load_bank
+from selfplay.games.proposers.computed import computed_answer
+from selfplay.games.proposers.math_proposer_solver import MathProposerSolver
+from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
+from selfplay.games.verified import game_verifier
+from tests.test_proposer_games import run
+
+
+@pytest.mark.parametrize(
+    "problem, wrong, right",
+    [
+        ("What is 1 + 1?", "1", "2"),  # a proposer sure of a wrong sum
+        ("What is 5 + 5?", "11", "10"),
+        ("Compute (28 + 27) * 4 - 28 / 4.", "220", "213"),
+        ("What is 2/8 plus 7/9? Give a reduced fraction.", "9/17", "37/36"),
+        ("What is 12 divided by 8?", "1", "1.5"),
+        ("Solve for x: 6x - 8 = 3x + 11.", "19", "x = 19/3"),
+    ],
+)
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_a_wrong_answer_to_a_computable_problem_is_invalid_however_sure_the_proposer(
+    game, problem, wrong, right
+):
+    proposal = f"[problem: {problem} answer: {wrong}]"
+    ep = run(game(), [proposal, f"[{wrong}]"], [f"[{right}]"])
+    assert ep.outcome["proposer"] == -1.0 and ep.outcome["solver"] == 0.0
+    assert [t.role for t in ep.turns] == ["proposer"]  # no check, and the solver never played
+    assert ep.signals["valid_problem"] == 0.0
+    # the same problem with its right answer (in any form the verifier accepts) is played
+    ep = run(game(), [f"[problem: {problem} answer: {right}]", f"[{right}]"], [f"[{right}]"])
+    assert ep.outcome["solver"] == 1.0 and ep.signals["valid_problem"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "What is twice 5 + 5?",  # a word that changes the value
+        "What is 5 more than 5?",
+        "What is 5 + 5 apples?",
+        "What is 3 + 4? It is 7.",  # numbers in two places
+        "Wha: is 5 + 6?",  # a typo: not read, so not computed
+        "A farmer has 3 cows and buys 4 more. How many cows?",
+        "What is 50% of 8?",
+        "What is 3x4?",
+        "What is 1e3 + 1?",
+        "Solve for x: x^2 = 4.",  # not linear
+        "Solve for y: x + 1 = 2.",  # another unknown
+        "What is 2^0.5?",  # not a rational number
+        "What is 1/0?",
+        "What is __import__('os').system('true') + 1?",
+        "What is " + "1 + " * 60 + "1?",  # too long to compute
+    ],
+)
+def test_a_problem_the_game_cannot_read_for_certain_is_left_to_the_validity_check(problem):
+    assert computed_answer(problem) is None
+    proposal = f"[problem: {problem} answer: 11]"
+    ep = run(MathProposerSolver(), [proposal, "[11]"], ["[11]"])
+    assert ep.state["computed"] is None
+    assert ep.state["self_verdict"] == "pass" and ep.outcome["solver"] == 1.0
+
+
+def test_a_tower_of_powers_is_refused_quickly():
+    start = time.perf_counter()
+    assert computed_answer("What is 9^9^9^9^9?") is None
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("topic", [*TRAINING_TOPICS, *WARM_UP_TOPICS])
+def test_the_game_agrees_with_the_bank_on_every_problem_it_computes(topic):
+    verifier = game_verifier(MathProposerSolver())
+    problems = load_bank(topic, "train") + load_bank(topic, "held_out")
+    computed = {p.problem: computed_answer(p.problem) for p in problems}
+    for problem in problems:
+        value = computed[problem.problem]
+        if value is not None:
+            assert verifier.verify(problem.answer, value).status == "pass", problem
+    share = sum(v is not None for v in computed.values()) / len(problems)
+    # the arithmetic topic's word problems ("A box holds 6 pencils...") are left to the check
+    assert share == 1.0 if topic != "arithmetic" else 0.5 < share < 1.0
+
+
+def test_the_answer_check_can_be_turned_off_and_its_verifier_timeout_voids():
+    proposal = "[problem: What is 1 + 1? answer: 1]"
+    ep = run(MathProposerSolver({"compute_answers": False}), [proposal, "[1]"], ["[1]"])
+    assert ep.outcome["solver"] == 1.0  # the old rule: self-consistency alone
+    game = MathProposerSolver()
+    verifier = game_verifier(game)
+
+    class Timeout:
+        status = "timeout"
+
+    game.__dict__["_verifier"] = type("V", (), {"verify": lambda self, a, r: Timeout()})()
+    ep = run(game, [proposal, "[1]"], ["[2]"])
+    assert ep.outcome == {"proposer": 0.0, "solver": 0.0}
+    assert "answer check" in ep.state["void"]
+    assert verifier.verify("2", "2").status == "pass"
