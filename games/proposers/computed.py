@@ -16,6 +16,8 @@ Computable, and nothing else:
   2/8 plus 7/9? Give a reduced fraction.";
 - ``Solve for x: <an equation of degree 1 in x>``.
 
+A problem that reads as one of these but has no single value (``What is 1 + answer:``, a
+division by zero, an equation with no unknown) is ill-posed, and invalid whatever its answer.
 A problem with any other word beside its numbers ("twice", "more than", a word problem, a
 typo) is left to the validity check alone: reading prose is the solver's task, and a value
 computed from a misread problem would mark a right answer wrong. Values are built by the math
@@ -25,6 +27,7 @@ verifier's parser from whitelisted tokens (verifiers/math_parse.py); no text is 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import sympy
 
@@ -45,19 +48,28 @@ SOLVE_FOR = re.compile(r"\s*solve\s+for\s+(?P<unknown>[a-z])\s*:\s*(?P<equation>
 MAX_CHARS = 200  # longer problems are left to the validity check
 
 
+class IllPosed(ValueError):
+    """The problem reads as plain arithmetic or one equation but has no single value."""
+
+
 def computed_answer(problem: str) -> str | None:
     """The exact value of ``problem`` when it is computable (above), as the verifier reads
-    it (``7``, ``-3/4``); None when it is not, or cannot be built."""
+    it (``7``, ``-3/4``); None when the game cannot read it for certain (or its value is not
+    a rational number). IllPosed when it reads as arithmetic or an equation to solve but has
+    no single value: a dangling operator (``What is 1 + answer:``), a division by zero, an
+    equation with no unknown or no single root."""
     if len(problem) > MAX_CHARS:
         return None
+    solve = SOLVE_FOR.match(problem)
+    value = _root(solve) if solve else _expression(problem)
+    return str(value) if isinstance(value, sympy.Rational) else None
+
+
+def _read(span: str) -> Any:
     try:
-        solve = SOLVE_FOR.match(problem)
-        value = _root(solve) if solve else _expression(problem)
-    except (ParseError, ArithmeticError, ValueError, TypeError, RecursionError):
-        return None
-    if value is None or not isinstance(value, sympy.Rational):
-        return None
-    return str(value)
+        return parse_span(span)
+    except (ParseError, ArithmeticError, RecursionError, ValueError) as err:
+        raise IllPosed(f"{span.strip()!r} cannot be worked out: {err}") from None
 
 
 def _expression(problem: str) -> sympy.Basic | None:
@@ -75,20 +87,23 @@ def _expression(problem: str) -> sympy.Basic | None:
         return None
     if OUTSIDE.fullmatch(WORD.sub(" ", outside)) is None:
         return None  # other symbols beside the expression (a letter-number mix, a unit)
-    value = parse_span(span.group().strip(" ."))
+    value = _read(span.group().strip(" ."))
     return value if isinstance(value, sympy.Expr) else None
 
 
 def _root(solve: re.Match[str]) -> sympy.Basic | None:
-    relation = parse_span(solve["equation"])
+    relation = _read(solve["equation"])
     if not (isinstance(relation, Relation) and relation.ops == ("=",)):
-        return None
+        raise IllPosed(f"{solve['equation']!r} is not one equation to solve")
     difference = sympy.expand(relation.items[0] - relation.items[1])
     unknowns = difference.free_symbols
-    if len(unknowns) != 1 or next(iter(unknowns)).name != solve["unknown"].lower():
-        return None
+    if [u.name for u in unknowns] != [solve["unknown"].lower()]:
+        raise IllPosed(f"{solve['equation']!r} is not an equation in {solve['unknown']} alone")
     unknown = next(iter(unknowns))
-    polynomial = sympy.Poly(difference, unknown)
+    try:
+        polynomial = sympy.Poly(difference, unknown)
+    except (sympy.PolynomialError, ValueError, TypeError):
+        return None  # not a polynomial (a root, a function): left to the validity check
     if polynomial.degree() != 1:
         return None
     slope, intercept = polynomial.all_coeffs()

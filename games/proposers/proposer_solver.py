@@ -42,7 +42,7 @@ from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Playe
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
 from selfplay.games.banks.noise import add_noise, noisy_version
-from selfplay.games.proposers.computed import computed_answer
+from selfplay.games.proposers.computed import IllPosed, computed_answer
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
@@ -125,7 +125,7 @@ class ProposerSolverState(GameState):
     noisy_problem: str | None = None  # what the solver reads, when noise was injected
     answer: str | None = None
     computed: str | None = None  # the problem's value, when the game could work it out
-    stated: str | None = None  # the verifier's verdict on the proposer's answer against it
+    stated: str | None = None  # the proposer's answer against it: pass, fail, ill-posed, ...
     self_answer: str | None = None
     self_verdict: str | None = None
     questions: tuple[tuple[str, str | None], ...] = ()  # (question, reply; None = declined)
@@ -241,20 +241,21 @@ class ProposerSolverGame(Game):
         if state.phase == "propose":
             problem, answer = parse_proposal(action)
             opts = self.options
-            computed = computed_answer(problem) if opts.compute_answers else None
-            stated = None if computed is None else game_verifier(self).verify(answer, computed)
+            computed, stated = (
+                self._work_out(problem, answer) if opts.compute_answers else (None, None)
+            )
             phase = "check" if opts.validity_check else "solve"
-            if stated is not None and stated.status != "pass":
-                phase = "done"  # a wrong answer to a problem the game worked out: invalid
+            if stated not in (None, "pass"):
+                phase = "done"  # wrong, ill-posed, or the verifier failed: no solver turn
             noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
             update = {
                 "problem": problem,
                 "answer": answer,
                 "computed": computed,
-                "stated": stated and stated.status,
+                "stated": stated,
                 "phase": phase,
                 "noisy_problem": noisy,
-                "void": stated and _void(stated.status, "answer check"),
+                "void": stated and _void(stated, "answer check"),
             }
             return state.model_copy(update=update)
         if state.phase == "check":
@@ -272,6 +273,18 @@ class ProposerSolverGame(Game):
         verdict = self.verify(action, state.answer)
         update = {"final": action, "verdict": verdict, "phase": "done"}
         return state.model_copy(update={**update, "void": _void(verdict, "answer")})
+
+    def _work_out(self, problem: str, answer: str) -> tuple[str | None, str | None]:
+        """The problem's value when the game can work it out, and the verdict on the
+        proposer's answer against it (``ill-posed`` when it reads as arithmetic without a
+        single value); (None, None) when the game cannot read it for certain."""
+        try:
+            computed = computed_answer(problem)
+        except IllPosed:
+            return None, "ill-posed"
+        if computed is None:
+            return None, None
+        return computed, game_verifier(self).verify(answer, computed).status
 
     def judge(
         self, state: ProposerSolverState, role: Role, text: str
@@ -365,9 +378,9 @@ class ProposerSolverGame(Game):
 
 
 def valid(state: ProposerSolverState) -> bool:
-    """Not (yet) found invalid: neither a wrong answer to a problem the game worked out nor
-    a failed validity check."""
-    return state.stated != "fail" and state.self_verdict != "fail"
+    """Not (yet) found invalid: not ill-posed, not a wrong answer to a problem the game
+    worked out, not a failed validity check."""
+    return state.stated not in ("fail", "ill-posed") and state.self_verdict != "fail"
 
 
 def noisy_problem(problem: str, key: int | str, opts: Any) -> str:
