@@ -145,7 +145,7 @@ def math(args: argparse.Namespace) -> None:
 def proposals(folder: Path) -> dict[str, list[float]]:
     """Per iteration: the share of matches whose proposal was read (a problem and an answer in
     the asked form), the share the proposer then solved itself (a valid proposal), and the
-    share the game found wrong or ill-posed (game_options.compute_answers)."""
+    share the game found wrong, ill-posed or unreadable (game_options.compute_answers)."""
     read: dict[int, list[int]] = {}
     with (folder / "episodes.jsonl").open() as f:
         for line in f:
@@ -155,7 +155,7 @@ def proposals(folder: Path) -> dict[str, list[float]]:
             counts[0] += 1
             counts[1] += state.get("problem") is not None
             counts[2] += state.get("self_verdict") == "pass"
-            counts[3] += state.get("stated") in ("fail", "ill-posed")
+            counts[3] += state.get("stated") in ("fail", "ill-posed", "unreadable")
     ordered = [read[i] for i in sorted(read)]
     return {
         "proposal_read_by_iteration": [c[1] / c[0] for c in ordered],

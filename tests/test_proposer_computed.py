@@ -64,6 +64,10 @@ def test_a_problem_the_game_cannot_read_for_certain_is_left_to_the_validity_chec
     ep = run(MathProposerSolver(), [proposal, "[11]"], ["[11]"])
     assert ep.state["computed"] is None
     assert ep.state["self_verdict"] == "pass" and ep.outcome["solver"] == 1.0
+    # unless every problem must be one the game works out (a topic of sums, fractions, ...)
+    ep = run(MathProposerSolver({"compute_answers": "always"}), [proposal, "[11]"], ["[11]"])
+    assert ep.state["stated"] == "unreadable" and ep.signals["valid_problem"] == 0.0
+    assert ep.outcome == {"proposer": -1.0, "solver": 0.0}
 
 
 @pytest.mark.parametrize(
@@ -104,9 +108,15 @@ def test_the_game_agrees_with_the_bank_on_every_problem_it_computes(topic):
     assert share == 1.0 if topic != "arithmetic" else 0.5 < share < 1.0
 
 
+def test_always_still_plays_a_problem_it_works_out_with_its_right_answer():
+    game = MathProposerSolver({"compute_answers": "always", "topics": ["sums"]})
+    ep = run(game, ["[problem: What is 4 + 5? answer: 9]", "[9]"], ["[9]"])
+    assert ep.state["computed"] == "9" and ep.outcome["solver"] == 1.0
+
+
 def test_the_answer_check_can_be_turned_off_and_its_verifier_timeout_voids():
     proposal = "[problem: What is 1 + 1? answer: 1]"
-    ep = run(MathProposerSolver({"compute_answers": False}), [proposal, "[1]"], ["[1]"])
+    ep = run(MathProposerSolver({"compute_answers": "off"}), [proposal, "[1]"], ["[1]"])
     assert ep.outcome["solver"] == 1.0  # the old rule: self-consistency alone
     game = MathProposerSolver()
     verifier = game_verifier(game)

@@ -22,11 +22,17 @@ A problem with any other word beside its numbers ("twice", "more than", a word p
 typo) is left to the validity check alone: reading prose is the solver's task, and a value
 computed from a misread problem would mark a right answer wrong. Values are built by the math
 verifier's parser from whitelisted tokens (verifiers/math_parse.py); no text is evaluated.
+
+With ``compute_answers: always`` a problem the game cannot work out is invalid as well: for a
+topic made only of such problems (sums, fractions, linear-equations) anything else is off the
+topic, and a typo'd or garbled problem ("What iss 3 + 4 1?") answered consistently would
+otherwise reach the solver with an answer nobody checked.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -50,6 +56,24 @@ MAX_CHARS = 200  # longer problems are left to the validity check
 
 class IllPosed(ValueError):
     """The problem reads as plain arithmetic or one equation but has no single value."""
+
+
+def work_out(
+    problem: str, answer: str, mode: str, verify: Callable[[str, str], Any]
+) -> tuple[str | None, str | None]:
+    """The problem's value and the verdict on the proposer's ``answer`` against it: the
+    verifier's status, ``ill-posed``, or (``mode`` always) ``unreadable`` for a problem the
+    game cannot work out; (None, None) when the game leaves the problem to the validity check
+    (``mode`` when-readable, or off)."""
+    if mode == "off":
+        return None, None
+    try:
+        computed = computed_answer(problem)
+    except IllPosed:
+        return None, "ill-posed"
+    if computed is None:
+        return None, ("unreadable" if mode == "always" else None)
+    return computed, verify(answer, computed).status
 
 
 def computed_answer(problem: str) -> str | None:

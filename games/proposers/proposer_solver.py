@@ -42,7 +42,7 @@ from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Playe
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
 from selfplay.games.banks.noise import add_noise, noisy_version
-from selfplay.games.proposers.computed import IllPosed, computed_answer
+from selfplay.games.proposers.computed import work_out
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
@@ -72,10 +72,12 @@ class ProposerSolverOptions(GameOptions):
     validity_check: bool = Field(
         default=True, description="The proposer must solve its own problem for it to count."
     )
-    compute_answers: bool = Field(
-        default=True,
-        description="A problem the game can work out (plain arithmetic, one linear equation) "
-        "counts only with its right answer.",
+    compute_answers: Literal["off", "when-readable", "always"] = Field(
+        default="when-readable",
+        description="when-readable: a problem the game can work out (plain arithmetic, one "
+        "linear equation) counts only with its right answer; always: one it cannot work out "
+        "is invalid too (for topics made only of such problems: sums, fractions, "
+        "linear-equations); off: the validity check alone.",
     )
     invalid_problem_payoff: float = Field(
         default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
@@ -241,9 +243,8 @@ class ProposerSolverGame(Game):
         if state.phase == "propose":
             problem, answer = parse_proposal(action)
             opts = self.options
-            computed, stated = (
-                self._work_out(problem, answer) if opts.compute_answers else (None, None)
-            )
+            verify = game_verifier(self).verify
+            computed, stated = work_out(problem, answer, opts.compute_answers, verify)
             phase = "check" if opts.validity_check else "solve"
             if stated not in (None, "pass"):
                 phase = "done"  # wrong, ill-posed, or the verifier failed: no solver turn
@@ -273,18 +274,6 @@ class ProposerSolverGame(Game):
         verdict = self.verify(action, state.answer)
         update = {"final": action, "verdict": verdict, "phase": "done"}
         return state.model_copy(update={**update, "void": _void(verdict, "answer")})
-
-    def _work_out(self, problem: str, answer: str) -> tuple[str | None, str | None]:
-        """The problem's value when the game can work it out, and the verdict on the
-        proposer's answer against it (``ill-posed`` when it reads as arithmetic without a
-        single value); (None, None) when the game cannot read it for certain."""
-        try:
-            computed = computed_answer(problem)
-        except IllPosed:
-            return None, "ill-posed"
-        if computed is None:
-            return None, None
-        return computed, game_verifier(self).verify(answer, computed).status
 
     def judge(
         self, state: ProposerSolverState, role: Role, text: str
@@ -377,10 +366,13 @@ class ProposerSolverGame(Game):
         return None if state.void is not None else state.verdict == "pass"
 
 
+INVALID_STATED = ("fail", "ill-posed", "unreadable")
+
+
 def valid(state: ProposerSolverState) -> bool:
     """Not (yet) found invalid: not ill-posed, not a wrong answer to a problem the game
     worked out, not a failed validity check."""
-    return state.stated not in ("fail", "ill-posed") and state.self_verdict != "fail"
+    return state.stated not in INVALID_STATED and state.self_verdict != "fail"
 
 
 def noisy_problem(problem: str, key: int | str, opts: Any) -> str:
