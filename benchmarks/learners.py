@@ -139,7 +139,10 @@ def math(args: argparse.Namespace) -> None:
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    (args.out / "math.json").write_text(json.dumps(rows, indent=2) + "\n")
+    table = args.out / "math.json"  # seeds run as separate processes share it
+    kept = json.loads(table.read_text()) if table.exists() else []
+    rows = sorted([r for r in kept if r["seed"] not in args.seeds] + rows, key=lambda r: r["seed"])
+    table.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def proposals(folder: Path) -> dict[str, list[float]]:
