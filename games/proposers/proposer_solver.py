@@ -17,9 +17,9 @@ match's seed) shows the solver the problem with an irrelevant sentence inserted
 noise, next to the clean ``held_out`` split.
 
 Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An invalid problem (a
-wrong answer to a computable problem, or the proposer failing its own check) ends the match
-at once: the proposer gets ``invalid_problem_payoff`` (−1) and the solver 0, as the solver
-never played; the game is
+wrong answer to a problem the game worked out, an ill-posed or, under ``always``, unreadable
+one, or the proposer failing its own check) ends the match at once: the proposer gets
+``invalid_problem_payoff`` (−1) and the solver 0, as the solver never played; the game is
 therefore not zero-sum. A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
 neither a win nor a loss, marked ``void`` in the signals and ``state.void`` (episodes keep a
 payoff for every role, so a void match is a draw with its reason recorded rather than a
