@@ -11,6 +11,7 @@ from selfplay.games.proposers.computed import IllPosed, computed_answer
 from selfplay.games.proposers.math_proposer_solver import MathProposerSolver
 from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
 from selfplay.games.verified import game_verifier
+from selfplay.testing import check_game
 from tests.test_proposer_games import run
 
 
@@ -129,3 +130,55 @@ def test_the_answer_check_can_be_turned_off_and_its_verifier_timeout_voids():
     assert ep.outcome == {"proposer": 0.0, "solver": 0.0}
     assert "answer check" in ep.state["void"]
     assert verifier.verify("2", "2").status == "pass"
+
+
+# ---- solver_reference: game, the game's value as the solver's reference (Absolute Zero) ----
+
+GAME_REFERENCE = {"solver_reference": "game"}
+
+
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_the_game_value_scores_the_solver_even_when_the_proposer_is_wrong(game):
+    proposal = "[problem: What is 5 + 5? answer: 11]"
+    ep = run(game(GAME_REFERENCE), [proposal], ["[10]"])
+    assert [t.role for t in ep.turns][:2] == ["proposer", "solver"]  # no validity check
+    assert ep.state["stated"] == "fail" and ep.signals["valid_problem"] == 0.0
+    assert ep.outcome["solver"] == 1.0 and ep.outcome["proposer"] == -1.0
+    # agreeing with the proposer's wrong answer loses, and the proposer is still refused
+    ep = run(game(GAME_REFERENCE), [proposal], ["[11]"])
+    assert ep.outcome["solver"] == -1.0 and ep.outcome["proposer"] == -1.0
+    assert ep.signals["solved"] == 0.0
+
+
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_a_right_problem_under_the_game_value_is_played_for_the_usual_stakes(game):
+    proposal = "[problem: Solve for x: 6x - 8 = 3x + 11. answer: 19/3]"
+    ep = run(game(GAME_REFERENCE), [proposal], ["[x = 19/3]"])
+    assert ep.state["computed"] == "19/3" and ep.signals["valid_problem"] == 1.0
+    assert ep.outcome["solver"] == 1.0 and ep.outcome["proposer"] == -1.0
+    ep = run(game(GAME_REFERENCE), [proposal], ["[6]"])
+    assert ep.outcome["solver"] == -1.0 and ep.outcome["proposer"] == 1.0
+
+
+def test_what_the_game_cannot_work_out_keeps_the_proposer_as_reference():
+    word = "[problem: What is twice 5 + 5? answer: 20]"
+    ep = run(MathProposerSolver(GAME_REFERENCE), [word, "[20]"], ["[20]"])
+    assert [t.role for t in ep.turns] == ["proposer", "proposer", "solver"]  # checked
+    assert ep.outcome["solver"] == 1.0
+    for options, stated in (({}, "ill-posed"), ({"compute_answers": "always"}, "unreadable")):
+        problem = "What is 1 + answer:" if stated == "ill-posed" else "What is twice 5 + 5?"
+        game = MathProposerSolver({**GAME_REFERENCE, **options})
+        ep = run(game, [f"[problem: {problem} answer: 9]", "[9]"], ["[9]"])
+        assert ep.state["stated"] == stated and [t.role for t in ep.turns] == ["proposer"]
+        assert ep.outcome == {"proposer": -1.0, "solver": 0.0}
+
+
+def test_the_game_value_needs_the_game_to_work_answers_out():
+    with pytest.raises(ValueError, match=r"compute_answers=off.*solver_reference"):
+        MathProposerSolver({**GAME_REFERENCE, "compute_answers": "off"})
+
+
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_both_games_keep_the_contract_under_the_game_value(game):
+    report = check_game(game(GAME_REFERENCE), matches=40)
+    assert report.matches == 40

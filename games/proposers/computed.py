@@ -132,3 +132,45 @@ def _root(solve: re.Match[str]) -> sympy.Basic | None:
         return None
     slope, intercept = polynomial.all_coeffs()
     return -intercept / slope
+
+
+# ---- what the game does with the verdict ---------------------------------------------------
+
+INVALID_STATED = ("fail", "ill-posed", "unreadable")
+VOID = ("timeout", "error")
+
+
+def after_proposal(computed: str | None, stated: str | None, opts: Any) -> str:
+    """The phase a proposal leads to: ``done`` (the verifier failed at the answer check, or
+    the problem is invalid and nobody will score the solver on it), ``solve`` (the game's value
+    is the solver's reference, or the validity check is off) or ``check``."""
+    if stated in VOID:
+        return "done"
+    if computed is not None and opts.solver_reference == "game":
+        return "solve"
+    if stated not in (None, "pass"):
+        return "done"  # wrong, ill-posed or unreadable: no solver turn
+    return "check" if opts.validity_check else "solve"
+
+
+def reference(state: Any, opts: Any) -> str | None:
+    """The answer the solver is scored against (``solver_reference``)."""
+    if opts.solver_reference == "game" and state.computed is not None:
+        return state.computed
+    return state.answer
+
+
+def valid(state: Any) -> bool:
+    """Not (yet) found invalid: not ill-posed, not a wrong answer to a problem the game
+    worked out, not a failed validity check."""
+    return state.stated not in INVALID_STATED and state.self_verdict != "fail"
+
+
+def match_payoffs(state: Any, solved: bool, invalid_payoff: float) -> dict[str, float]:
+    """A finished, not void match's payoffs: the solver's ±1 when it was scored, 0 when it
+    never played; the proposer's ∓1, or ``invalid_payoff`` for an invalid problem (which the
+    solver still plays under ``solver_reference: game`` when the game worked it out)."""
+    solver = 1.0 if solved else -1.0
+    if valid(state):
+        return {"solver": solver, "proposer": -solver}
+    return {"solver": solver if state.verdict is not None else 0.0, "proposer": invalid_payoff}

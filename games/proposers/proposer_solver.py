@@ -20,7 +20,10 @@ Payoffs: solved → solver +1, proposer −1; not solved → the reverse. An inv
 wrong answer to a problem the game worked out, an ill-posed or, under ``always``, unreadable
 one, or the proposer failing its own check) ends the match at once: the proposer gets
 ``invalid_problem_payoff`` (−1) and the solver 0, as the solver never played; the game is
-therefore not zero-sum. A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
+therefore not zero-sum. With ``solver_reference: game`` the solver is scored against the
+game's value wherever the game works a problem out (no validity check there), so a wrong
+answer to such a problem still costs the proposer −1, but the solver plays it for ±1.
+A verifier ``timeout`` or ``error`` voids the match: 0 to everyone,
 neither a win nor a loss, marked ``void`` in the signals and ``state.void`` (episodes keep a
 payoff for every role, so a void match is a draw with its reason recorded rather than a
 missing payoff). An answer's verdict is on the whole reply (``games.verified.reply_verdict``):
@@ -42,7 +45,14 @@ from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Playe
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
 from selfplay.games.banks.noise import add_noise, noisy_version
-from selfplay.games.proposers.computed import work_out
+from selfplay.games.proposers.computed import (
+    VOID,
+    after_proposal,
+    match_payoffs,
+    reference,
+    valid,
+    work_out,
+)
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
@@ -55,7 +65,6 @@ from selfplay.games.verified import game_verifier, reply_verdict
 
 ROLES = ("proposer", "solver")
 REPLY: ContextVar[str | None] = ContextVar("proposer_solver_reply", default=None)
-VOID = ("timeout", "error")
 Phase = Literal["propose", "check", "solve", "reply", "judge", "done"]
 DECLINE = ("decline", "pass", "no comment")
 ASK = re.compile(r"\s*ask\s*:", re.IGNORECASE)
@@ -78,6 +87,13 @@ class ProposerSolverOptions(GameOptions):
         "linear equation) counts only with its right answer; always: one it cannot work out "
         "is invalid too (for topics made only of such problems: sums, fractions, "
         "linear-equations); off: the validity check alone.",
+    )
+    solver_reference: Literal["proposer", "game"] = Field(
+        default="proposer",
+        description="What the solver is scored against: the proposer's answer, or the game's "
+        "own value wherever it works the problem out (Absolute Zero's executor): such a "
+        "problem reaches the solver, without the validity check, even when the proposer's "
+        "answer is wrong, which still costs the proposer invalid_problem_payoff.",
     )
     invalid_problem_payoff: float = Field(
         default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
@@ -109,6 +125,12 @@ class ProposerSolverOptions(GameOptions):
             raise ValueError(
                 f"max_turns={self.max_turns} is too few for max_questions={self.max_questions}; "
                 f"a full match takes {needed} moves: raise max_turns or lower max_questions."
+            )
+        if self.solver_reference == "game" and self.compute_answers == "off":
+            raise ValueError(
+                "solver_reference=game scores the solver against the value the game works "
+                "out, which compute_answers=off turns off: set compute_answers to "
+                "when-readable or always, or solver_reference to proposer."
             )
         return self
 
@@ -245,9 +267,7 @@ class ProposerSolverGame(Game):
             opts = self.options
             verify = game_verifier(self).verify
             computed, stated = work_out(problem, answer, opts.compute_answers, verify)
-            phase = "check" if opts.validity_check else "solve"
-            if stated not in (None, "pass"):
-                phase = "done"  # wrong, ill-posed, or the verifier failed: no solver turn
+            phase = after_proposal(computed, stated, opts)
             noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
             update = {
                 "problem": problem,
@@ -271,7 +291,7 @@ class ProposerSolverGame(Game):
         if action.startswith("ask: "):
             questions = (*state.questions, (action.removeprefix("ask: "), None))
             return state.model_copy(update={"questions": questions, "phase": "reply"})
-        verdict = self.verify(action, state.answer)
+        verdict = self.verify(action, reference(state, self.options))
         update = {"final": action, "verdict": verdict, "phase": "done"}
         return state.model_copy(update={**update, "void": _void(verdict, "answer")})
 
@@ -298,10 +318,7 @@ class ProposerSolverGame(Game):
             return None
         if state.void is not None:
             return dict.fromkeys(ROLES, 0.0)
-        if not valid(state):
-            return {"proposer": self.options.invalid_problem_payoff, "solver": 0.0}
-        solved = state.verdict == "pass"
-        return {"solver": 1.0 if solved else -1.0, "proposer": -1.0 if solved else 1.0}
+        return match_payoffs(state, state.verdict == "pass", self.options.invalid_problem_payoff)
 
     def legal_actions(self, state: ProposerSolverState, role: Role) -> list[str]:
         if state.phase == "propose":
@@ -309,7 +326,8 @@ class ProposerSolverGame(Game):
             return [right, format_proposal(state.seed_problem, wrong_answer(state.seed_answer))]
         if state.phase == "reply":
             return ["[decline]", "[reply: the answer is a whole number]"]
-        answers = [f"[{state.answer}]", f"[{wrong_answer(state.answer or '0')}]"]
+        right = reference(state, self.options) or "0"
+        answers = [f"[{right}]", f"[{wrong_answer(right)}]"]
         if state.phase == "solve" and len(state.questions) < self.options.max_questions:
             answers.append("[ask: is the answer a whole number?]")
         return answers
@@ -364,15 +382,6 @@ class ProposerSolverGame(Game):
     def task_solved(self, state: ProposerSolverState) -> bool | None:
         """Void tasks (verifier timeout or error) are None: counted, left out of accuracy."""
         return None if state.void is not None else state.verdict == "pass"
-
-
-INVALID_STATED = ("fail", "ill-posed", "unreadable")
-
-
-def valid(state: ProposerSolverState) -> bool:
-    """Not (yet) found invalid: not ill-posed, not a wrong answer to a problem the game
-    worked out, not a failed validity check."""
-    return state.stated not in INVALID_STATED and state.self_verdict != "fail"
 
 
 def noisy_problem(problem: str, key: int | str, opts: Any) -> str:

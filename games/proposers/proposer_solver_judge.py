@@ -58,6 +58,7 @@ from selfplay.games.judged_solver import (
     labelled_fields,
     truth_of,
 )
+from selfplay.games.proposers.computed import match_payoffs
 from selfplay.games.proposers.math_proposer_solver import MathProposerSolverOptions
 from selfplay.games.proposers.math_tasks import PROPOSAL_FORMAT
 from selfplay.games.proposers.proposer_solver import (
@@ -252,7 +253,7 @@ class ProposerSolverJudge(ProposerSolverGame):
                 if self.options.solver_reward == "judge"
                 else state.verdict == "pass"
             )
-            payoffs = {SOLVER: 1.0 if solved else -1.0, PROPOSER: -1.0 if solved else 1.0}
+            payoffs = match_payoffs(state, solved, self.options.invalid_problem_payoff)
         return {**payoffs, JUDGE: agreed}
 
     def legal_actions(self, state: ProposerSolverJudgeState, role: Role) -> list[str]:
