@@ -147,23 +147,27 @@ def math(args: argparse.Namespace) -> None:
 
 def proposals(folder: Path) -> dict[str, list[float]]:
     """Per iteration: the share of matches whose proposal was read (a problem and an answer in
-    the asked form), the share the proposer then solved itself (a valid proposal), and the
-    share the game found wrong, ill-posed or unreadable (game_options.compute_answers)."""
+    the asked form), the share that was valid (the game's `valid_problem` signal: right where
+    the game works it out, solved again by the proposer where it checks), the share the game
+    found wrong, ill-posed or unreadable (game_options.compute_answers), and the share the
+    solver was scored on (under solver_reference=game, wrong proposals it worked out too)."""
     read: dict[int, list[int]] = {}
     with (folder / "episodes.jsonl").open() as f:
         for line in f:
             episode = json.loads(line)
             state = episode["state"]
-            counts = read.setdefault(episode["record"]["iteration"], [0, 0, 0, 0])
+            counts = read.setdefault(episode["record"]["iteration"], [0, 0, 0, 0, 0])
             counts[0] += 1
             counts[1] += state.get("problem") is not None
-            counts[2] += state.get("self_verdict") == "pass"
+            counts[2] += episode["signals"].get("valid_problem", 0.0) == 1.0
             counts[3] += state.get("stated") in ("fail", "ill-posed", "unreadable")
+            counts[4] += state.get("verdict") is not None and state.get("void") is None
     ordered = [read[i] for i in sorted(read)]
     return {
         "proposal_read_by_iteration": [c[1] / c[0] for c in ordered],
         "proposal_valid_by_iteration": [c[2] / c[0] for c in ordered],
         "proposal_wrong_answer_by_iteration": [c[3] / c[0] for c in ordered],
+        "solver_scored_by_iteration": [c[4] / c[0] for c in ordered],
     }
 
 
