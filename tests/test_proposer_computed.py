@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
+import re
 import time
 
 import pytest
 
 from selfplay.games.banks import TRAINING_TOPICS, WARM_UP_TOPICS, load_bank
-from selfplay.games.proposers.computed import IllPosed, computed_answer
+from selfplay.games.proposers.computed import IllPosed, computed_answer, varied
 from selfplay.games.proposers.math_proposer_solver import MathProposerSolver
+from selfplay.games.proposers.proposer_solver import solution_player
 from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
 from selfplay.games.verified import game_verifier
 from selfplay.testing import check_game
@@ -182,3 +185,39 @@ def test_the_game_value_needs_the_game_to_work_answers_out():
 def test_both_games_keep_the_contract_under_the_game_value(game):
     report = check_game(game(GAME_REFERENCE), matches=40)
     assert report.matches == 40
+
+
+# ---- new_problems: the rules ask for a new problem, not the example shown ------------------
+
+
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_a_copy_of_the_example_is_invalid_when_new_problems_are_asked_for(game):
+    state = game().initial(7, random.Random(7))
+    copy = f"[problem: {state.seed_problem.lower()}  answer: {state.seed_answer}]"
+    options = {"new_problems": True, "solver_reference": "game"}
+    ep = run(game(options), [copy, f"[{state.seed_answer}]"], [f"[{state.seed_answer}]"])
+    assert ep.state["stated"] == "copied" and [t.role for t in ep.turns] == ["proposer"]
+    assert ep.outcome["proposer"] == -1.0 and ep.outcome["solver"] == 0.0
+    # without the option the copy is played
+    ep = run(game(), [copy, f"[{state.seed_answer}]"], [f"[{state.seed_answer}]"])
+    assert ep.state["stated"] != "copied" and ep.outcome["solver"] == 1.0
+
+
+@pytest.mark.parametrize("topic", ["sums", "fractions", "linear-equations"])
+def test_the_demonstrator_varies_the_numbers_and_states_the_new_value(topic):
+    game = MathProposerSolver({"new_problems": True, "topics": [topic]})
+    verifier = game_verifier(game)
+    for seed in range(12):
+        rng = random.Random(seed)
+        state = game.initial(seed, rng)
+        new, value = varied(state.seed_problem, rng)
+        assert new != state.seed_problem and computed_answer(new) == value
+        assert re.sub(r"\d+", "N", new) == re.sub(r"\d+", "N", state.seed_problem)
+        proposal = solution_player(game, state, "proposer", random.Random(seed))
+        ep = run(game, [proposal, f"[{proposal.split('answer: ')[1][:-1]}]"], ["[0]"])
+        assert ep.state["stated"] == "pass" and ep.signals["valid_problem"] == 1.0, proposal
+        assert verifier.verify(ep.state["answer"], ep.state["computed"]).status == "pass"
+
+
+def test_a_word_problem_is_not_varied():
+    assert varied("A box holds 6 pencils. How many in 3 boxes?", random.Random(0)) is None

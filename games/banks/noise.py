@@ -65,3 +65,8 @@ def noisy_version(problem: str, seed: int, share: float, sentences: int = 1) -> 
     if rng.random() >= share:
         return None
     return add_noise(problem, rng, sentences)
+
+
+def task_noise(problem: str, key: int | str, sentences: int = 1) -> str:
+    """``problem`` with noise always inserted, the same for the same key (evaluation)."""
+    return add_noise(problem, random.Random(f"selfplay-noise-task-{key}"), sentences)

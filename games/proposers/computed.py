@@ -31,6 +31,7 @@ otherwise reach the solver with an answer nobody checked.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,7 @@ FRACTION = re.compile(r"\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?")
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 OUTSIDE = re.compile(r"[\s?.,:;=!]*")
 SOLVE_FOR = re.compile(r"\s*solve\s+for\s+(?P<unknown>[a-z])\s*:\s*(?P<equation>.+?)[\s.]*$", re.I)
+NUMBER = re.compile(r"(?<![\d.])\d+(?![\d.])")  # whole numbers, not parts of decimals
 MAX_CHARS = 200  # longer problems are left to the validity check
 
 
@@ -59,12 +61,19 @@ class IllPosed(ValueError):
 
 
 def work_out(
-    problem: str, answer: str, mode: str, verify: Callable[[str, str], Any]
+    problem: str,
+    answer: str,
+    mode: str,
+    verify: Callable[[str, str], Any],
+    example: str | None = None,
 ) -> tuple[str | None, str | None]:
     """The problem's value and the verdict on the proposer's ``answer`` against it: the
     verifier's status, ``ill-posed``, or (``mode`` always) ``unreadable`` for a problem the
-    game cannot work out; (None, None) when the game leaves the problem to the validity check
-    (``mode`` when-readable, or off)."""
+    game cannot work out, or ``copied`` for one that repeats ``example`` (when given: the
+    rules ask for a new problem); (None, None) when the game leaves the problem to the
+    validity check (``mode`` when-readable, or off)."""
+    if example is not None and _bare(problem) == _bare(example):
+        return None, "copied"
     if mode == "off":
         return None, None
     try:
@@ -74,6 +83,34 @@ def work_out(
     if computed is None:
         return None, ("unreadable" if mode == "always" else None)
     return computed, verify(answer, computed).status
+
+
+def varied(problem: str, rng: random.Random) -> tuple[str, str] | None:
+    """``problem`` with each of its numbers replaced by another of as many digits, and the
+    new problem's value; None when the game cannot work the problem out (a word problem) or
+    no variation has a value (a demonstrator's new problem for ``new_problems``)."""
+    if computed_answer(problem) is None:
+        return None
+    for _ in range(20):
+        new = NUMBER.sub(lambda m: _other_number(m.group(), rng), problem)
+        try:
+            value = computed_answer(new)
+        except IllPosed:
+            continue
+        if value is not None and _bare(new) != _bare(problem):
+            return new, value
+    return None
+
+
+def _other_number(digits: str, rng: random.Random) -> str:
+    if len(digits) == 1:
+        return str(rng.randrange(10))
+    return str(rng.randrange(10 ** (len(digits) - 1), 10 ** len(digits)))
+
+
+def _bare(problem: str) -> str:
+    """What is compared for a copy: the words and numbers, lower case."""
+    return " ".join(re.findall(r"\w+|[-+*/^×÷=]", problem.lower()))
 
 
 def computed_answer(problem: str) -> str | None:
@@ -136,7 +173,7 @@ def _root(solve: re.Match[str]) -> sympy.Basic | None:
 
 # ---- what the game does with the verdict ---------------------------------------------------
 
-INVALID_STATED = ("fail", "ill-posed", "unreadable")
+INVALID_STATED = ("fail", "ill-posed", "unreadable", "copied")
 VOID = ("timeout", "error")
 
 

@@ -44,13 +44,14 @@ from pydantic import Field, model_validator
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TOPICS, TRANSFER_TOPIC, Problem, load_bank
-from selfplay.games.banks.noise import add_noise, noisy_version
+from selfplay.games.banks.noise import noisy_version, task_noise
 from selfplay.games.proposers.computed import (
     VOID,
     after_proposal,
     match_payoffs,
     reference,
     valid,
+    varied,
     work_out,
 )
 from selfplay.games.proposers.math_tasks import (
@@ -91,9 +92,13 @@ class ProposerSolverOptions(GameOptions):
     solver_reference: Literal["proposer", "game"] = Field(
         default="proposer",
         description="What the solver is scored against: the proposer's answer, or the game's "
-        "own value wherever it works the problem out (Absolute Zero's executor): such a "
-        "problem reaches the solver, without the validity check, even when the proposer's "
-        "answer is wrong, which still costs the proposer invalid_problem_payoff.",
+        "value where it works the problem out (which then reaches the solver, unchecked, even "
+        "when the proposer's answer is wrong: -1 to the proposer).",
+    )
+    new_problems: bool = Field(
+        default=False,
+        description="A problem that repeats the example shown is invalid, as the rules ask "
+        "for a new one (the solution player then varies the example's numbers).",
     )
     invalid_problem_payoff: float = Field(
         default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
@@ -174,10 +179,12 @@ def random_player(game: Game, state: ProposerSolverState, role: Role, rng: rando
 
 
 def solution_player(game: Game, state: ProposerSolverState, role: Role, rng: random.Random) -> str:
-    """Always right: proposes the example problem with its bank answer, solves it, declines
-    questions and answers the problem it was set (a demonstrator for a cold start)."""
+    """Always right: proposes the example problem with its bank answer (under new_problems,
+    with other numbers where the game works it out), solves it, declines questions and
+    answers the problem it was set (a demonstrator for a cold start)."""
     if state.phase == "propose":
-        return format_proposal(state.seed_problem, state.seed_answer)
+        new = game.options.new_problems and varied(state.seed_problem, rng)
+        return format_proposal(*(new or (state.seed_problem, state.seed_answer)))
     if state.phase == "reply":
         return "[decline]"
     return f"[{state.answer}]"
@@ -266,7 +273,8 @@ class ProposerSolverGame(Game):
             problem, answer = parse_proposal(action)
             opts = self.options
             verify = game_verifier(self).verify
-            computed, stated = work_out(problem, answer, opts.compute_answers, verify)
+            example = state.seed_problem if opts.new_problems else None
+            computed, stated = work_out(problem, answer, opts.compute_answers, verify, example)
             phase = after_proposal(computed, stated, opts)
             noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
             update = {
@@ -358,8 +366,9 @@ class ProposerSolverGame(Game):
         states = [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]
         if split != "noisy":
             return states
+        noise = opts.noise_sentences
         return [
-            s.model_copy(update={"noisy_problem": noisy_problem(s.problem or "", s.seed, opts)})
+            s.model_copy(update={"noisy_problem": task_noise(s.problem, s.seed, noise)})
             for s in states
         ]
 
@@ -382,11 +391,6 @@ class ProposerSolverGame(Game):
     def task_solved(self, state: ProposerSolverState) -> bool | None:
         """Void tasks (verifier timeout or error) are None: counted, left out of accuracy."""
         return None if state.void is not None else state.verdict == "pass"
-
-
-def noisy_problem(problem: str, key: int | str, opts: Any) -> str:
-    """``problem`` with noise always inserted, the same for the same key (evaluation)."""
-    return add_noise(problem, random.Random(f"selfplay-noise-task-{key}"), opts.noise_sentences)
 
 
 def _void(verdict: str, step: str) -> str | None:
