@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from selfplay.api.game import Game
+from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.tasks import TASK_SPLITS, TaskGame, task_role_of
 from selfplay.api.types import Completion, Episode, Role
@@ -151,20 +151,33 @@ def task_metrics(
     for split, states in starts.items():
         if not states:
             continue
-        acting = task_role_of(game, split)
-        seatings = [
-            {role: policy if role == acting else replies for role in game.roles} for _ in states
-        ]
-        seeds = [state.seed for state in states]
         told = None if progress is None else lambda d, _, r, base=done: progress(base + d, total, r)
-        episodes = play(game, seatings, seeds, greedy=True, starts=states, progress=told)
+        verdicts = task_verdicts(game, policy, states, split, told, replies)
         done += len(states)
-        verdicts = [game.task_solved(game.State.model_validate(ep.state)) for ep in episodes]
         counted = [v for v in verdicts if v is not None]
         row[f"eval/{split}/{name}"] = sum(counted) / len(counted) if counted else 0.0
         row[f"eval/{split}/tasks"] = float(len(counted))
         row[f"eval/{split}/void"] = float(len(verdicts) - len(counted))
     return row
+
+
+def task_verdicts(
+    game: Game,
+    policy: Policy,
+    states: Sequence[GameState],
+    split: str = "held_out",
+    progress: Callable[[int, int, int], None] | None = None,
+    replies: Policy | None = None,
+) -> list[bool | None]:
+    """``game.task_solved`` of each task in ``states``, ``policy`` playing greedily in the
+    split's acting role and the other roles answering the game's ``task_reply``."""
+    acting, replies = task_role_of(game, split), replies or _TaskReplies()
+    seatings = [
+        {role: policy if role == acting else replies for role in game.roles} for _ in states
+    ]
+    seeds = [state.seed for state in states]
+    episodes = play(game, seatings, seeds, greedy=True, starts=states, progress=progress)
+    return [game.task_solved(game.State.model_validate(ep.state)) for ep in episodes]
 
 
 class _TaskReplies(Policy):
