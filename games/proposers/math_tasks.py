@@ -72,3 +72,9 @@ def pick(problems: Sequence[Problem], limit: int, seed: int) -> list[Problem]:
     chosen = list(problems)
     random.Random(f"selfplay-tasks-{seed}").shuffle(chosen)
     return chosen[:limit]
+
+
+def after_prefix(text: str, prefix: str) -> str:
+    """``'reply: yes'`` -> ``'yes'``; text without the ``prefix:`` comes back whole."""
+    found = re.match(rf"\s*{prefix}\s*:", text, re.IGNORECASE)
+    return (text[found.end() :] if found else text).strip()

@@ -57,6 +57,7 @@ from selfplay.games.proposers.computed import (
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
+    after_prefix,
     format_proposal,
     parse_proposal,
     pick,
@@ -257,10 +258,10 @@ class ProposerSolverGame(Game):
             problem, answer = parse_proposal(text)
             return f"problem: {problem} answer: {answer}"
         if state.phase == "reply":
-            reply = _after_prefix(text, "reply")
+            reply = after_prefix(text, "reply")
             return "decline" if reply.lower().strip(" .!") in (*DECLINE, "") else f"reply: {reply}"
         if state.phase == "solve" and ASK.match(text):
-            question = _after_prefix(text, "ask")
+            question = after_prefix(text, "ask")
             if len(state.questions) >= self.options.max_questions:
                 raise InvalidAction("you have no questions left; give your answer, e.g. [42].")
             if not question:
@@ -395,9 +396,3 @@ class ProposerSolverGame(Game):
 
 def _void(verdict: str, step: str) -> str | None:
     return f"verifier {verdict} at the {step}" if verdict in VOID else None
-
-
-def _after_prefix(text: str, prefix: str) -> str:
-    """``'reply: yes'`` -> ``'yes'``; text without the ``prefix:`` comes back whole."""
-    found = re.match(rf"\s*{prefix}\s*:", text, re.IGNORECASE)
-    return (text[found.end() :] if found else text).strip()
