@@ -198,8 +198,9 @@ def reference(state: Any, opts: Any) -> str | None:
 
 
 def valid(state: Any) -> bool:
-    """Not (yet) found invalid: not ill-posed, not a wrong answer to a problem the game
-    worked out, not a failed validity check."""
+    """Not (yet) found invalid: not ill-posed, unreadable (under ``always``) or a copy of
+    the example (under ``new_problems``), not a wrong answer to a problem the game worked
+    out, not a failed validity check."""
     return state.stated not in INVALID_STATED and state.self_verdict != "fail"
 
 
