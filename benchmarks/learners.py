@@ -110,24 +110,27 @@ def tictactoe(args: argparse.Namespace) -> None:
                 print(f"| {role} vs {opponent} ({key}) | {kind} | {cells} | {mean:.2f} |")
 
 
+def math_run(seed: int, args: argparse.Namespace) -> list[str]:
+    """The `selfplay` arguments of one seed's math run."""
+    run = [
+        "run", "--game", "math-proposer-solver", "--seed", str(seed), "--out", str(args.out),
+        "--name", f"math-{seed}", "--iterations", str(args.iterations),
+        "--matches", str(args.matches), "--learner", "proposer", "--learner", "solver",
+        "--set", "learners.proposer.model_options={layers: 2}",
+        "--set", "generation.max_new_tokens=48", "--set", "eval.matches=50",
+        "--set", "game_options.topics=[sums]", "--set", "cold_start.players=[solution]",
+        "--set", f"cold_start.steps={args.cold_start}",
+        "--set", "checkpoint_every=1000", "--eval-every", "1",
+    ]  # fmt: skip
+    return run + [part for setting in args.set for part in ("--set", setting)]
+
+
 def math(args: argparse.Namespace) -> None:
     rows = []
     for seed in args.seeds:
-        name = f"math-{seed}"
-        folder = args.out / name
-        run = [
-            "run", "--game", "math-proposer-solver", "--seed", str(seed), "--out", str(args.out),
-            "--name", name, "--iterations", str(args.iterations), "--matches", str(args.matches),
-            "--learner", "proposer", "--learner", "solver",
-            "--set", "learners.proposer.model_options={layers: 2}",
-            "--set", "generation.max_new_tokens=48", "--set", "eval.matches=50",
-            "--set", "game_options.topics=[sums]", "--set", "cold_start.players=[solution]",
-            "--set", f"cold_start.steps={args.cold_start}",
-            "--set", "checkpoint_every=1000", "--eval-every", "1",
-        ]  # fmt: skip
-        run += [part for setting in args.set for part in ("--set", setting)]
+        folder = args.out / f"math-{seed}"
         if not (folder / "summary.json").exists():
-            selfplay(run, args.threads)
+            selfplay(math_run(seed, args), args.threads)
         summary = json.loads((folder / "summary.json").read_text())
         table = metrics(folder)
         row = {

@@ -269,3 +269,54 @@ def test_kuhn_poker_legal_holds_the_settings_readme_measured():
     left, right = measured.model_dump(), named.model_dump()
     left.pop("recipe"), right.pop("recipe")
     assert left == right
+
+
+# the --set settings of the command "New problems: the solver's held-out accuracy rises"
+# in benchmarks/RESULTS.md quotes
+NEW_PROBLEMS = [
+    "learners.proposer.model_options={layers: 6, hidden: 192}",
+    "game_options.compute_answers=always",
+    "game_options.solver_reference=game",
+    "game_options.new_problems=true",
+    "learners.solver.train={minibatch_size: 32, update_epochs: 2}",
+]
+
+
+def test_proposer_solver_sums_holds_the_settings_results_measured(monkeypatch, tmp_path):
+    """The named recipe is benchmarks/learners.py's math run with RESULTS.md's settings."""
+    import argparse
+
+    from selfplay.core.commands.cli import main
+    from selfplay.core.run import trainer
+
+    (learners,) = benchmark_scripts("learners")
+    configs = []
+    monkeypatch.setattr(trainer, "train", lambda config, console: configs.append(config))
+    args = argparse.Namespace(
+        out=tmp_path, iterations=30, matches=128, cold_start=200, set=NEW_PROBLEMS
+    )
+    assert main(learners.math_run(0, args)) == 0
+    assert main(["run", "--recipe", "proposer-solver-sums", "--out", str(tmp_path)]) == 0
+    measured, named = (resolve(config).model_dump() for config in configs)
+    for key in ("recipe", "name", "checkpoint_every"):  # the benchmark's own, not the recipe's
+        measured.pop(key), named.pop(key)
+    assert measured == named
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"learners": {"proposer": {"model": "smollm2-135m"}}},  # --learner proposer=MODEL
+        {"model": "smollm2-135m"},  # the run's model, which a learner without its own plays
+    ],
+)
+def test_a_recipes_model_options_for_a_learner_stay_with_its_model(flags):
+    """A recipe's tiny sizes for a learner are left out when the user names another model,
+    and the learner stays, with the recipe's other learners and settings."""
+    config = run_config(recipe="proposer-solver-sums", **flags)
+    assert list(config.learners) == ["proposer", "solver"]
+    assert config.learners["proposer"].model_options is None
+    assert config.learners["solver"].train.minibatch_size == 32
+    assert not any(key.startswith("learners.proposer") for key in applied(config))
+    own = run_config(recipe="proposer-solver-sums", learners={"proposer": {"model": "tiny"}})
+    assert own.learners["proposer"].model_options == {"layers": 6, "hidden": 192}

@@ -91,16 +91,40 @@ def recipe_settings(recipe: Recipe, given: dict[str, Any], named: bool = True) -
             f"--recipe {recipe.name} is for game {every['game']!r}, and the run's game is "
             f"{mine!r}; drop --game, or choose a recipe for {mine} (`selfplay recipes`)."
         )
-    kept = {}
+    dropped = {key for key in every if _for_another(key, every, given)}
+    kept: dict[str, Any] = {}
     for key, value in every.items():
-        plugin = key.split(".")[0].removesuffix("_options")
-        # game_options belong to the recipe's game; other options to the plug-in chosen
-        if plugin != "game" and key.startswith(f"{plugin}_options.") and plugin in given:
-            chosen = every.get(plugin, RunConfig.model_fields[plugin].default)
-            if given[plugin] != chosen:
-                continue
-        kept[key] = value
+        if key not in dropped:
+            kept[key] = value
+            continue
+        # a learner the recipe names stays, with its other settings and the user's model
+        learner = ".".join(key.split(".")[:2])
+        if learner.startswith("learners.") and all(
+            k in dropped for k in every if k.startswith(learner + ".")
+        ):
+            kept.setdefault(learner, {})
     return kept
+
+
+def _for_another(key: str, every: dict[str, Any], given: dict[str, Any]) -> bool:
+    """Whether ``key`` is a recipe's ``PLUGIN_options`` setting (the run's, or a learner's:
+    ``learners.NAME.model_options``) where the user chose another PLUGIN than the recipe's:
+    a tiny model's sizes do not fit the model the user named. game_options belong to the
+    recipe's game, so they always stay."""
+    parts = key.split(".")
+    at = next((i for i, part in enumerate(parts) if part.endswith("_options")), None)
+    if at is None or at not in (0, 2) or (at == 2 and parts[0] != "learners"):
+        return False
+    plugin = parts[at].removesuffix("_options")
+    if plugin == "game" or plugin not in RunConfig.model_fields:
+        return False  # (callback_options and logger_options belong to no one chosen plug-in)
+    mine = given.get(plugin)  # a learner without its own PLUGIN has the run's
+    theirs = every.get(plugin, RunConfig.model_fields[plugin].default)
+    if at == 2:
+        learner = given.get("learners", {}).get(parts[1]) or {}
+        mine = learner.get(plugin) or mine
+        theirs = every.get(f"learners.{parts[1]}.{plugin}") or theirs
+    return mine is not None and mine != theirs
 
 
 def applied(config: RunConfig) -> dict[str, Any]:
@@ -111,8 +135,9 @@ def applied(config: RunConfig) -> dict[str, Any]:
     settings = config.model_dump()
     unread = _unread(_objective(config), recipe.resolved(registries().recipes.get))
     out = {}
-    for key in recipe_settings(recipe, settings, named=_named(config)):
-        if key in unread or key == "game":  # the banner's first line names the game
+    for key, value in recipe_settings(recipe, settings, named=_named(config)).items():
+        # the banner's first line names the game; {} is a learner kept without its settings
+        if key in unread or key == "game" or value == {}:
             continue
         node: Any = settings
         for part in key.split("."):
