@@ -10,8 +10,9 @@ import pytest
 
 from selfplay.games.banks import TRAINING_TOPICS, WARM_UP_TOPICS, load_bank
 from selfplay.games.proposers.computed import IllPosed, computed_answer, varied
+from selfplay.games.proposers.math_players import solution_player
 from selfplay.games.proposers.math_proposer_solver import MathProposerSolver
-from selfplay.games.proposers.proposer_solver import solution_player
+from selfplay.games.proposers.math_tasks import held_out_bank
 from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
 from selfplay.games.verified import game_verifier
 from selfplay.testing import check_game
@@ -217,6 +218,44 @@ def test_the_demonstrator_varies_the_numbers_and_states_the_new_value(topic):
         ep = run(game, [proposal, f"[{proposal.split('answer: ')[1][:-1]}]"], ["[0]"])
         assert ep.state["stated"] == "pass" and ep.signals["valid_problem"] == 1.0, proposal
         assert verifier.verify(ep.state["answer"], ep.state["computed"]).status == "pass"
+
+
+@pytest.mark.parametrize("game", [MathProposerSolver, ProposerSolverJudge])
+def test_a_held_out_problem_is_never_set_to_the_solver_when_new_problems_are_asked_for(game):
+    """The held-out evaluation measures problems the solver never met in training: a
+    proposal of one, word for word (case and spacing aside), is invalid, even where the
+    game's value would otherwise have sent it to the solver."""
+    options = {"new_problems": True, "solver_reference": "game", "topics": ["sums"]}
+    held_out = held_out_bank(["sums"])[0]
+    assert held_out.problem in {s.problem for s in game(options).task_states("held_out", 99, 0)}
+    proposal = f"[problem: {held_out.problem.upper()}  answer: {held_out.answer}]"
+    ep = run(game(options), [proposal, f"[{held_out.answer}]"], [f"[{held_out.answer}]"])
+    assert ep.state["stated"] == "held-out" and [t.role for t in ep.turns] == ["proposer"]
+    assert ep.outcome["proposer"] == -1.0 and ep.outcome["solver"] == 0.0
+    assert ep.signals["valid_problem"] == 0.0
+    # without the option it is played, and the solver is scored on it
+    options["new_problems"] = False
+    ep = run(game(options), [proposal, f"[{held_out.answer}]"], [f"[{held_out.answer}]"])
+    assert ep.state["stated"] == "pass" and ep.outcome["solver"] == 1.0
+
+
+def test_the_demonstrator_never_proposes_a_held_out_problem():
+    """One-digit sums have a hundred variations, and some are held out: the demonstrator the
+    cold start learns from skips those."""
+    game = MathProposerSolver({"new_problems": True, "topics": ["sums"]})
+
+    def terms(problem: str) -> tuple[str, ...]:
+        return tuple(re.findall(r"\d+|\+", problem))
+
+    held_out = {terms(p.problem) for p in held_out_bank(["sums"])}
+    proposed, reached = set(), set()
+    for seed in range(400):
+        state = game.initial(seed, random.Random(seed))
+        proposal = solution_player(game, state, "proposer", random.Random(seed))
+        proposed.add(terms(proposal.split(" answer:")[0]))
+        reached.add(terms(varied(state.seed_problem, random.Random(seed))[0]))
+    assert len(proposed) > 150 and not proposed & held_out
+    assert reached & held_out  # the same variations without the rule do reach them
 
 
 def test_a_word_problem_is_not_varied():

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 import sympy
@@ -65,15 +66,15 @@ def work_out(
     answer: str,
     mode: str,
     verify: Callable[[str, str], Any],
-    example: str | None = None,
+    old: Mapping[str, str] | None = None,
 ) -> tuple[str | None, str | None]:
     """The problem's value and the verdict on the proposer's ``answer`` against it: the
     verifier's status, ``ill-posed``, or (``mode`` always) ``unreadable`` for a problem the
-    game cannot work out, or ``copied`` for one that repeats ``example`` (when given: the
-    rules ask for a new problem); (None, None) when the game leaves the problem to the
-    validity check (``mode`` when-readable, or off)."""
-    if example is not None and _bare(problem) == _bare(example):
-        return None, "copied"
+    game cannot work out, or the verdict ``old`` (`not_new`) gives a problem that is not new;
+    (None, None) when the game leaves the problem to the validity check (``mode``
+    when-readable, or off)."""
+    if (verdict := (old or {}).get(_bare(problem))) is not None:
+        return None, verdict
     if mode == "off":
         return None, None
     try:
@@ -85,10 +86,27 @@ def work_out(
     return computed, verify(answer, computed).status
 
 
-def varied(problem: str, rng: random.Random) -> tuple[str, str] | None:
+def not_new(example: str, held_out: tuple[str, ...]) -> dict[str, str]:
+    """The problems a proposer may not set under ``new_problems``, in their bare form, with
+    the verdict each gets: the example it was shown (``copied``: the rules ask for a new
+    problem) and the game's held-out problems (``held-out``: the solver is measured on them,
+    so it is never trained on them, and its held-out accuracy is on problems it never met)."""
+    return {**_bare_forms(held_out), _bare(example): "copied"}
+
+
+@cache
+def _bare_forms(held_out: tuple[str, ...]) -> dict[str, str]:
+    return {_bare(problem): "held-out" for problem in held_out}
+
+
+def varied(
+    problem: str, rng: random.Random, old: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
     """``problem`` with each of its numbers replaced by another of as many digits, and the
     new problem's value; None when the game cannot work the problem out (a word problem) or
-    no variation has a value (a demonstrator's new problem for ``new_problems``)."""
+    no variation has a value (a demonstrator's new problem for ``new_problems``). A
+    variation in ``old`` (`not_new`) is never chosen."""
+    old = old or {}
     if computed_answer(problem) is None:
         return None
     for _ in range(20):
@@ -97,7 +115,7 @@ def varied(problem: str, rng: random.Random) -> tuple[str, str] | None:
             value = computed_answer(new)
         except IllPosed:
             continue
-        if value is not None and _bare(new) != _bare(problem):
+        if value is not None and _bare(new) != _bare(problem) and _bare(new) not in old:
             return new, value
     return None
 
@@ -173,7 +191,7 @@ def _root(solve: re.Match[str]) -> sympy.Basic | None:
 
 # ---- what the game does with the verdict ---------------------------------------------------
 
-INVALID_STATED = ("fail", "ill-posed", "unreadable", "copied")
+INVALID_STATED = ("fail", "ill-posed", "unreadable", "copied", "held-out")
 VOID = ("timeout", "error")
 
 
@@ -198,9 +216,9 @@ def reference(state: Any, opts: Any) -> str | None:
 
 
 def valid(state: Any) -> bool:
-    """Not (yet) found invalid: not ill-posed, unreadable (under ``always``) or a copy of
-    the example (under ``new_problems``), not a wrong answer to a problem the game worked
-    out, not a failed validity check."""
+    """Not (yet) found invalid: not ill-posed, unreadable (under ``always``), a copy of the
+    example or a held-out problem (under ``new_problems``), not a wrong answer to a problem
+    the game worked out, not a failed validity check."""
     return state.stated not in INVALID_STATED and state.self_verdict != "fail"
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from selfplay.api.game import InvalidAction
-from selfplay.games.banks import Problem
+from selfplay.games.banks import Problem, load_bank
 
 if TYPE_CHECKING:
     from selfplay.api.verifier import Verifier
@@ -65,6 +65,11 @@ def check_readable(answer: str) -> None:
 def wrong_answer(answer: str) -> str:
     """An answer that differs from ``answer`` (for scripted players and legal_actions)."""
     return f"{answer} + 1"
+
+
+def held_out_bank(topics: Sequence[str]) -> list[Problem]:
+    """The held-out problems of ``topics`` (those the game trains on)."""
+    return [p for t in topics for p in load_bank(t, "held_out")]
 
 
 def pick(problems: Sequence[Problem], limit: int, seed: int) -> list[Problem]:

@@ -34,7 +34,6 @@ a void, so a proposer cannot escape a loss by writing garbage.
 
 from __future__ import annotations
 
-import random
 import re
 from contextvars import ContextVar
 from typing import Any, ClassVar, Literal
@@ -49,16 +48,18 @@ from selfplay.games.proposers.computed import (
     VOID,
     after_proposal,
     match_payoffs,
+    not_new,
     reference,
     valid,
-    varied,
     work_out,
 )
+from selfplay.games.proposers.math_players import random_player, solution_player
 from selfplay.games.proposers.math_tasks import (
     PROPOSAL_FORMAT,
     SPAN,
     after_prefix,
     format_proposal,
+    held_out_bank,
     parse_proposal,
     pick,
     wrong_answer,
@@ -98,8 +99,9 @@ class ProposerSolverOptions(GameOptions):
     )
     new_problems: bool = Field(
         default=False,
-        description="A problem that repeats the example shown is invalid, as the rules ask "
-        "for a new one (the solution player then varies the example's numbers).",
+        description="A problem that repeats the example shown, or one of the game's held-out "
+        "problems, is invalid, as the rules ask for a new one (the solution player then "
+        "varies the example's numbers).",
     )
     invalid_problem_payoff: float = Field(
         default=-1.0, le=0, description="Proposer's payoff for a problem it cannot solve."
@@ -162,33 +164,6 @@ class ProposerSolverState(GameState):
     final: str | None = None
     verdict: str | None = None
     void: str | None = None  # why the verifier could not decide
-
-
-def random_player(game: Game, state: ProposerSolverState, role: Role, rng: random.Random) -> str:
-    """Proposes the seed problem (a wrong answer 1 time in 5), solves it, guesses half right."""
-    if state.phase == "propose":
-        answer = state.seed_answer if rng.random() < 0.8 else wrong_answer(state.seed_answer)
-        return format_proposal(state.seed_problem, answer)
-    if state.phase == "check":
-        return f"[{state.answer}]"
-    if state.phase == "reply":
-        return "[decline]" if rng.random() < 0.5 else "[reply: the answer is a number]"
-    asked = len(state.questions)
-    if asked < game.options.max_questions and rng.random() < 0.25:
-        return "[ask: may the answer be a fraction?]"
-    return f"[{state.answer}]" if rng.random() < 0.5 else f"[{wrong_answer(state.answer)}]"
-
-
-def solution_player(game: Game, state: ProposerSolverState, role: Role, rng: random.Random) -> str:
-    """Always right: proposes the example problem with its bank answer (under new_problems,
-    with other numbers where the game works it out), solves it, declines questions and
-    answers the problem it was set (a demonstrator for a cold start)."""
-    if state.phase == "propose":
-        new = game.options.new_problems and varied(state.seed_problem, rng)
-        return format_proposal(*(new or (state.seed_problem, state.seed_answer)))
-    if state.phase == "reply":
-        return "[decline]"
-    return f"[{state.answer}]"
 
 
 class ProposerSolverGame(Game):
@@ -273,9 +248,8 @@ class ProposerSolverGame(Game):
         if state.phase == "propose":
             problem, answer = parse_proposal(action)
             opts = self.options
-            verify = game_verifier(self).verify
-            example = state.seed_problem if opts.new_problems else None
-            computed, stated = work_out(problem, answer, opts.compute_answers, verify, example)
+            verify, old = game_verifier(self).verify, self.old(state)
+            computed, stated = work_out(problem, answer, opts.compute_answers, verify, old)
             phase = after_proposal(computed, stated, opts)
             noisy = noisy_version(problem, state.seed, opts.noise, opts.noise_sentences)
             update = {
@@ -351,6 +325,13 @@ class ProposerSolverGame(Game):
             "void": float(state.void is not None),
         }
 
+    def old(self, state: ProposerSolverState) -> dict[str, str]:
+        """The problems that are not new (``new_problems``), bare, each with its verdict."""
+        if not self.options.new_problems:
+            return {}
+        held_out = held_out_bank(getattr(self.options, "topics", self.train_topics))
+        return not_new(state.seed_problem, tuple(p.problem for p in held_out))
+
     # ---- held-out evaluation -----------------------------------------------------------------
 
     def task_states(self, split: str, limit: int, seed: int) -> list[ProposerSolverState]:
@@ -360,8 +341,7 @@ class ProposerSolverGame(Game):
         if split == "transfer":
             problems = load_bank(TRANSFER_TOPIC, "transfer")
         elif split == "held_out" or (split == "noisy" and (opts.noise > 0 or opts.noise_eval)):
-            topics = getattr(opts, "topics", self.train_topics)  # those it trains on
-            problems = [p for t in topics for p in load_bank(t, "held_out")]
+            problems = held_out_bank(getattr(opts, "topics", self.train_topics))
         else:
             return []
         states = [self._solver_start(p, i) for i, p in enumerate(pick(problems, limit, seed))]

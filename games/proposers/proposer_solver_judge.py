@@ -59,13 +59,10 @@ from selfplay.games.judged_solver import (
     truth_of,
 )
 from selfplay.games.proposers.computed import match_payoffs
+from selfplay.games.proposers.math_players import random_player
 from selfplay.games.proposers.math_proposer_solver import MathProposerSolverOptions
 from selfplay.games.proposers.math_tasks import PROPOSAL_FORMAT
-from selfplay.games.proposers.proposer_solver import (
-    ProposerSolverGame,
-    ProposerSolverState,
-    random_player,
-)
+from selfplay.games.proposers.proposer_solver import ProposerSolverGame, ProposerSolverState
 from selfplay.games.proposers.task_schedule import TaskSchedule
 from selfplay.plugins.hookspecs import hookimpl
 
