@@ -6,8 +6,8 @@ answers a task, a 150-step cold start on the bank's worked solutions; each of th
 starts from it and names the objective.
 
 ``proposer-solver-sums`` is proposer/solver self-play on the same sums with a learner per
-role: benchmarks/learners.py's math run (RESULTS.md, "New problems: the solver's held-out
-accuracy rises").
+role: benchmarks/learners.py's math run (RESULTS.md, "Held-out problems kept out of
+training").
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ PROPOSER_SOLVER = Recipe(
     "proposer-solver-sums",
     "math-proposer-solver on one-digit sums, a learner per role (a 6-layer proposer, a 4-layer "
     "solver), new problems only, the solver scored against the game's own value; 30 "
-    "iterations, 30-40 minutes: the solver's held-out accuracy rises from its cold start "
-    "(RESULTS.md).",
+    "iterations, 30-40 minutes. Held-out accuracy, seeds 0-2: cold start 0.15-0.35, after 30 "
+    "iterations 0.325-0.525, the change all in the first iteration (RESULTS.md).",
     {
         "game": "math-proposer-solver",
         "game_options.topics": ["sums"],

@@ -271,8 +271,8 @@ def test_kuhn_poker_legal_holds_the_settings_readme_measured():
     assert left == right
 
 
-# the --set settings of the command "New problems: the solver's held-out accuracy rises"
-# in benchmarks/RESULTS.md quotes
+# the --set settings of the command benchmarks/RESULTS.md quotes in "Held-out problems kept
+# out of training"
 NEW_PROBLEMS = [
     "learners.proposer.model_options={layers: 6, hidden: 192}",
     "game_options.compute_answers=always",
