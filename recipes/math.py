@@ -6,8 +6,8 @@ answers a task, a 150-step cold start on the bank's worked solutions; each of th
 starts from it and names the objective.
 
 ``proposer-solver-sums`` is proposer/solver self-play on the same sums with a learner per
-role: benchmarks/learners.py's math run (RESULTS.md, "Held-out problems kept out of
-training").
+role: benchmarks/learners.py's math run (RESULTS.md, "A solver cold-started for 500
+steps").
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ RECIPES = (
 PROPOSER_SOLVER = Recipe(
     "proposer-solver-sums",
     "math-proposer-solver on one-digit sums, a learner per role (a 6-layer proposer, a 4-layer "
-    "solver), new problems only, the solver scored against the game's own value; 30 "
-    "iterations, 30-40 minutes. Held-out accuracy, seeds 0-2: cold start 0.15-0.35, after 30 "
-    "iterations 0.325-0.525, the change all in the first iteration (RESULTS.md).",
+    "solver cold-started for 500 steps), new problems only, the solver scored against the "
+    "game's own value; 30 iterations, about 30 minutes. Held-out accuracy, seeds 0-4: cold "
+    "start 0.635 on average, 0.79 after 30 iterations, above it on four seeds (RESULTS.md).",
     {
         "game": "math-proposer-solver",
         "game_options.topics": ["sums"],
@@ -80,6 +80,7 @@ PROPOSER_SOLVER = Recipe(
         "game_options.new_problems": True,
         "learners.proposer.model_options": {"layers": 6, "hidden": 192},
         "learners.solver.train": {"minibatch_size": 32, "update_epochs": 2},
+        "learners.solver.cold_start": {"steps": 500},
         "cold_start.steps": 200,
         "cold_start.players": ["solution"],
         "generation.max_new_tokens": 48,

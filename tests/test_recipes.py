@@ -271,14 +271,15 @@ def test_kuhn_poker_legal_holds_the_settings_readme_measured():
     assert left == right
 
 
-# the --set settings of the command benchmarks/RESULTS.md quotes in "Held-out problems kept
-# out of training"
+# the --set settings of the command benchmarks/RESULTS.md quotes in "A solver cold-started
+# for 500 steps"
 NEW_PROBLEMS = [
     "learners.proposer.model_options={layers: 6, hidden: 192}",
     "game_options.compute_answers=always",
     "game_options.solver_reference=game",
     "game_options.new_problems=true",
     "learners.solver.train={minibatch_size: 32, update_epochs: 2}",
+    "learners.solver.cold_start={steps: 500}",
 ]
 
 
