@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -157,10 +158,42 @@ def test_the_prompt_shows_rules_information_state_and_legal_actions():
     game = make("leduc_poker")
     system, user = game.observe(game.reset(4), "player_0")
     assert system.content.startswith("Leduc poker.") and "square brackets" in system.content
-    assert "[Observer: 0][Private:" in user.content
+    assert "Round 1 bets: none yet\nPublic card: not dealt yet\nYour card: " in user.content
+    assert "number // 2" not in system.content  # the note on OpenSpiel's string: not shown
     assert user.content.endswith("Legal actions: [Call] [Raise]")
+    spiel = make("leduc_poker", view="spiel")
+    system, user = spiel.observe(spiel.reset(4), "player_0")
+    assert "[Observer: 0][Private:" in user.content and "number // 2" in system.content
     board = make("tic_tac_toe").observe(make("tic_tac_toe").reset(0), "player_0")[-1].content
     assert "...\n...\n..." in board  # a perfect-information game shows its observation
+
+
+@pytest.mark.parametrize("name", ["leduc_poker", "leduc_poker(players=3)"])
+def test_the_readable_view_is_the_information_state_in_words(name):
+    """One prompt per information set, a different one for each up to the cards' suits (which
+    Leduc's rules never read): nothing hidden is shown, nothing the player knows is lost."""
+    game = make(name)
+    prompt_of: dict[str, str] = {}
+    for seed in range(300):
+        state = game.reset(seed)
+        while (role := game.to_act(state)) is not None:
+            position, player = game.position(state), game.roles.index(role)
+            key = position.information_state_string(player)
+            shown = game.observe(state, role)[-1].content
+            assert prompt_of.setdefault(key, shown) == shown, key
+            state = game.step(
+                state, role, random.Random(seed).choice(game.legal_actions(state, role))
+            )
+    by_rank = {re.sub(r"(Private|Public): (\d+)", suitless, k) for k in prompt_of}
+    assert len(set(prompt_of.values())) == len(by_rank) > 70
+    cards = {p.rsplit("Your card: ", 1)[1].split("\n")[0] for p in prompt_of.values()}
+    assert cards == (
+        {"Jack", "Queen", "King", "Ace"} if "players=3" in name else {"Jack", "Queen", "King"}
+    )
+
+
+def suitless(card: re.Match) -> str:
+    return f"{card[1]}: rank {int(card[2]) // 2}"
 
 
 def test_chance_replays_from_the_seed_and_leaves_the_global_rng_alone():

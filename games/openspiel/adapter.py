@@ -10,8 +10,10 @@ before that. The mapping onto our contract:
   ``convert_to_turn_based``, which hides each move until the round is over;
 - prompt: the game's rules (games/openspiel/rules.py; a generic line naming the game for the
   others), then what the player knows: the information-state string in a game with hidden
-  information, the observation string (a board) in one without, then the legal actions as
-  OpenSpiel names them (``state.action_to_string``), each in square brackets;
+  information, the observation string (a board) in one without, or for the games with a
+  readable view (leduc_poker; ``game_options.view``, games/openspiel/views.py) the same in
+  words; then the legal actions as OpenSpiel names them (``state.action_to_string``), each in
+  square brackets;
 - actions: the last ``[...]`` span of the reply, compared with the legal actions' texts without
   regard to case or spacing; anything else is an invalid move under our invalid-move rules;
 - chance: drawn as soon as a match reaches a chance node, from a generator seeded by the
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, create_model
 
@@ -52,6 +54,7 @@ from selfplay.games.openspiel.spiel import (
     playable_names,
     pyspiel,
 )
+from selfplay.games.openspiel.views import readable
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 from selfplay.plugins.registry import PluginError
@@ -84,6 +87,12 @@ class OpenSpielOptions(GameOptions):
     )
     mcts_simulations: int = Field(
         default=100, ge=1, description="Simulations per move of the mcts scripted player."
+    )
+    view: Literal["readable", "spiel"] = Field(
+        default="readable",
+        description="How the prompt shows what the player knows: 'readable' puts the games "
+        "that have a rendering (leduc_poker) in words, the player's card last; 'spiel' shows "
+        "OpenSpiel's information-state or observation string as it is.",
     )
     max_prompt_chars: int = Field(
         default=8000,
@@ -144,7 +153,7 @@ class OpenSpielGame(Game):
         choices = list(labels(position, player))
         heading, seen = self._view(position, player)
         rule = ANSWER_RULE.format(example=f"[{choices[0]}]")
-        system = f"{rules_text(self.short_name, self.spiel.get_type().long_name)}\n{rule}"
+        system = f"{self._rules()}\n{rule}"
         legal = " ".join(f"[{c}]" for c in choices)
         user = f"You are {role}.\n{heading}:\n{seen.rstrip()}\nLegal actions: {legal}"
         size = len(system) + len(user)
@@ -156,9 +165,17 @@ class OpenSpielGame(Game):
             )
         return [Message("system", system), Message("user", user)]
 
+    def _rules(self) -> str:
+        shown = readable(self.short_name, self.options.view)
+        if shown is not None:
+            return f"{RULES[self.short_name]} {shown[1]}"
+        return rules_text(self.short_name, self.spiel.get_type().long_name)
+
     def _view(self, position: Any, player: int) -> tuple[str, str]:
-        """What ``player`` knows: (heading, OpenSpiel's text of it)."""
+        """What ``player`` knows: (heading, the text of it: in words, or OpenSpiel's)."""
         kind = self.spiel.get_type()
+        if (shown := readable(self.short_name, self.options.view)) is not None:
+            return "Your information state", shown[0](position, player)
         if not self.perfect_information and kind.provides_information_state_string:
             return "Your information state", position.information_state_string(player)
         if kind.provides_observation_string:

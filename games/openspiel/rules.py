@@ -2,7 +2,9 @@
 
 Each text explains what OpenSpiel's own information-state or observation string shows for that
 game (often terse: Kuhn poker's is a card number and ``p``/``b`` letters), since the prompt
-shows that string as it is. A game without an entry gets `generic_rules`.
+shows that string as it is; for a game with a readable view (games/openspiel/views.py) that
+explanation is in `SPIEL_NOTES`, said only when the string is shown. A game without an entry
+gets `generic_rules`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ RULES = {
         "after the first, one public card is dealt. In a round a player may Call (check or "
         "call), Raise (2 chips in round 1, 4 in round 2; at most two raises a round) or Fold. "
         "At the showdown a pair with the public card wins, otherwise the higher private card; "
-        "equal ranks split the pot. Your information state shows your private card and the "
-        "public card as numbers (rank = number // 2, so 0-1 Jack, 2-3 Queen, 4-5 King), the "
-        "pot, and each round's actions (1 = call, 2 = raise)."
+        "equal ranks split the pot."
     ),
     "liars_dice": (
         "Liar's dice. Each player rolls dice that only they can see. Players take turns bidding "
@@ -58,9 +58,23 @@ RULES = {
 }
 
 
+# What OpenSpiel's own string shows, for the games whose rules above leave it out because
+# they have a readable view (games/openspiel/views.py); said when ``view: spiel`` shows it.
+SPIEL_NOTES = {
+    "leduc_poker": (
+        "Your information state shows your private card and the public card as numbers (rank "
+        "= number // 2, so 0-1 Jack, 2-3 Queen, 4-5 King), the pot, and each round's actions "
+        "(1 = call, 2 = raise)."
+    ),
+}
+
+
 def rules_text(short_name: str, long_name: str) -> str:
-    """The rules of ``short_name``, or a generic description naming the game."""
-    return RULES.get(short_name) or generic_rules(short_name, long_name)
+    """The rules of ``short_name`` as OpenSpiel's string shows it, or a generic description."""
+    if short_name not in RULES:
+        return generic_rules(short_name, long_name)
+    note = SPIEL_NOTES.get(short_name)
+    return f"{RULES[short_name]} {note}" if note else RULES[short_name]
 
 
 def generic_rules(short_name: str, long_name: str) -> str:
