@@ -65,7 +65,7 @@ class Table:
             state, mine = self.game.new_initial_state(), []
             while not state.is_terminal():
                 if state.is_chance_node():
-                    actions, chances = zip(*state.chance_outcomes())
+                    actions, chances = zip(*state.chance_outcomes(), strict=True)
                     state.apply_action(int(rng.choice(actions, p=chances)))
                     continue
                 seat = state.current_player()
