@@ -2,7 +2,8 @@
 
     selfplay eval RUN_DIR                          greedy matches against every scripted player
     selfplay eval RUN_DIR --metric exploitability  exact exploitability, for games that list
-                                                   their information sets (kuhn-poker, rps)
+                                                   their information sets (kuhn-poker, rps,
+                                                   openspiel:leduc_poker)
 
 For exploitability the policy is the checkpoint's last iterate; when the run kept a pool, the
 report adds the average policy of the pool as the run's opponent sampler mixed it.
@@ -67,7 +68,8 @@ def _exploitability(game: Any, policy: Any, config: Any, found: Path) -> dict[st
     if not is_tabular(game):
         raise ConfigError(
             f"{game.name} does not list its information sets, so its exploitability cannot be "
-            "computed exactly; games that can: kuhn-poker, rock-paper-scissors."
+            "computed exactly; games that can: kuhn-poker, rock-paper-scissors, and with the "
+            "openspiel extra openspiel:kuhn_poker and openspiel:leduc_poker."
         )
     table = policy_table(policy, game, config.generation.temperature)
     report = {"exploitability/last": game.exploitability(table)}
