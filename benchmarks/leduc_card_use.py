@@ -2,6 +2,7 @@
 
     python benchmarks/leduc_card_use.py RUN [RUN ...]
     python benchmarks/leduc_card_use.py --view spiel RUN   # a run made before the readable view
+    python benchmarks/leduc_card_use.py --imitate 100 RUN  # can the model learn to read it?
 
 For each run (a run folder of ``--game openspiel:leduc_poker``) the policy's table is scored
 as exact exploitability scores it, and three figures printed:
@@ -15,15 +16,25 @@ as exact exploitability scores it, and three figures printed:
 
 A policy whose two exploitabilities agree and whose distance is about 0 ignores its card; such
 a policy cannot take Leduc's exploitability much under 2.1 (`leduc_tabular.py --blind`).
+
+``--imitate STEPS`` then asks whether the model can learn to read its card at all: it trains
+the checkpoint's policy (in memory; nothing is written) to imitate a player that raises a
+King, calls a Queen and folds a Jack (calls where it cannot), by cross-entropy on that answer
+at 64 information sets drawn at random per step, AdamW at 3e-4, and prints the figures above,
+with the mean probability of that player's answer, after every quarter of the steps.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import random
 import re
 import statistics
 from pathlib import Path
+from typing import Any
+
+from selfplay.core.models.policy_table import policy_table
 
 PRIVATE = re.compile(r"\[Private: (\d+)\]")
 
@@ -55,9 +66,74 @@ def without_card(table: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
     return out
 
 
+def figures(table: dict[str, dict[str, float]], game: Any) -> str:
+    mean, largest = card_distance(table)
+    return (
+        f"exploitability {game.exploitability(table):.3f}, "
+        f"with the card taken out {game.exploitability(without_card(table)):.3f}; "
+        f"distance between ranks {mean:.3f} on average, {largest:.3f} at most"
+    )
+
+
+def by_rank(game: Any, info: Any) -> str:
+    """The imitated player's answer: raise a King, call a Queen, fold a Jack; else call."""
+    card = game.position(info.state).private_card(game.roles.index(info.role))
+    wanted = ("Fold", "Call", "Raise")[min(card // 2, 2)]
+    return wanted if wanted in info.actions else "Call"
+
+
+def imitate(policy: Any, game: Any, steps: int, temperature: float) -> None:
+    import torch
+
+    from selfplay.api.game import answer_text
+    from selfplay.api.policy import Request
+    from selfplay.core.models.scoring import eos_id
+
+    infos = game.information_sets()
+    rng = random.Random(0)
+    requests = [
+        Request(game, i.state, i.role, tuple(game.observe(i.state, i.role)), rng) for i in infos
+    ]
+    prompts = policy.encode(requests)
+    tokens = policy.tokenizer
+    answers = [
+        [
+            *tokens(answer_text(game, by_rank(game, i)), add_special_tokens=False)["input_ids"],
+            eos_id(policy),
+        ]
+        for i in infos
+    ]
+    model = policy.model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
+    for step in range(1, steps + 1):
+        model.train()
+        batch = rng.sample(range(len(infos)), 64)
+        width = max(len(prompts[b]) + len(answers[b]) for b in batch)
+        ids = torch.full((len(batch), width), policy.pad_id)
+        mask, labels = torch.zeros_like(ids), torch.full_like(ids, -100)
+        for row, b in enumerate(batch):
+            start, end = len(prompts[b]), len(prompts[b]) + len(answers[b])
+            ids[row, :end] = torch.tensor(prompts[b] + answers[b])
+            mask[row, :end] = 1
+            labels[row, start:end] = torch.tensor(answers[b])
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % max(1, steps // 4) == 0 or step == steps:
+            table = policy_table(policy, game, temperature)
+            hit = statistics.mean(table[i.key][by_rank(game, i)] for i in infos)
+            print(
+                f"  imitation step {step}: its answer's probability {hit:.3f}; "
+                f"{figures(table, game)}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+")
+    parser.add_argument("--imitate", type=int, metavar="STEPS", default=0)
     parser.add_argument(
         "--view",
         choices=["readable", "spiel"],
@@ -68,7 +144,6 @@ def main() -> None:
     import torch
 
     from selfplay.core.commands.play import load_checkpoint_policy
-    from selfplay.core.models.policy_table import policy_table
     from selfplay.core.run.build import build_game
 
     torch.set_num_threads(1)
@@ -79,14 +154,10 @@ def main() -> None:
             options = {**config.game_options, "view": args.view}
             config = config.model_copy(update={"game_options": options})
         game = build_game(config)
-        table = policy_table(loaded.policy, game, loaded.config.generation.temperature)
-        mean, largest = card_distance(table)
-        print(
-            f"{run}: exploitability {game.exploitability(table):.3f}, "
-            f"with the card taken out {game.exploitability(without_card(table)):.3f}; "
-            f"distance between ranks {mean:.3f} on average, {largest:.3f} at most",
-            flush=True,
-        )
+        table = policy_table(loaded.policy, game, config.generation.temperature)
+        print(f"{run}: {figures(table, game)}", flush=True)
+        if args.imitate:
+            imitate(loaded.policy, game, args.imitate, config.generation.temperature)
 
 
 if __name__ == "__main__":

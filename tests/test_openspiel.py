@@ -210,6 +210,29 @@ def test_chance_replays_from_the_seed_and_leaves_the_global_rng_alone():
     assert one.snapshots == two.snapshots
 
 
+def test_leducs_rank_player_plays_its_hand():
+    game = make("leduc_poker")
+    rank = game.players["rank"]
+
+    def move(*history: int) -> str:  # cards: player 0's, player 1's, then the bets
+        state = OpenSpielState(seed=0, history=history)
+        return rank(game, state, game.to_act(state), random.Random(0))
+
+    assert move(4, 0) == "[Raise]"  # a King before the public card
+    assert move(2, 0) == "[Call]"  # a Queen
+    assert move(0, 4) == "[Call]"  # a Jack checks when nobody has raised
+    assert move(4, 0, 2) == "[Fold]"  # and folds to a raise (player 1 holds the Jack)
+    # round 2, the public card a Queen (3): a Jack checks, a King that missed calls, a pair raises
+    assert move(0, 2, 1, 1, 3) == "[Call]"
+    assert move(4, 0, 1, 1, 3) == "[Call]"
+    assert move(0, 2, 1, 1, 3, 2) == "[Raise]"  # player 1's Queen pairs it, facing a raise
+    table = {}
+    for info in game.information_sets():
+        answer = rank(game, info.state, info.role, random.Random(0)).strip("[]")
+        table[info.key] = {a: float(a == answer) for a in info.actions}
+    assert game.exploitability(table) == pytest.approx(2 / 3)
+
+
 def test_mcts_beats_random_at_tictactoe():
     game = make("tic_tac_toe", mcts_simulations=60)
     results = [

@@ -21,7 +21,8 @@ before that. The mapping onto our contract:
 - outcome: OpenSpiel's returns; ``zero_sum`` is True exactly when OpenSpiel calls the game
   zero-sum: general-sum (bargaining, matrix_pd) and constant-sum games are played with
   ``zero_sum = False``;
-- scripted players: ``random`` and ``mcts`` (games/openspiel/players.py);
+- scripted players: ``random``, ``mcts``, and Leduc poker's ``rank``
+  (games/openspiel/players.py);
 - exact exploitability (``TabularGame``): for two-player zero-sum games with at most 1,000
   information sets (games/openspiel/tabular.py), so among the documented games kuhn_poker and
   leduc_poker; liars_dice, tic_tac_toe, connect_four and bargaining are not tabular.
@@ -43,7 +44,12 @@ from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Playe
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games import tabular as tables
 from selfplay.games.openspiel import tabular
-from selfplay.games.openspiel.players import can_search, mcts_player, random_player
+from selfplay.games.openspiel.players import (
+    GAME_PLAYERS,
+    can_search,
+    mcts_player,
+    random_player,
+)
 from selfplay.games.openspiel.rules import RULES, rules_text
 from selfplay.games.openspiel.spiel import (
     INSTALL_HINT,
@@ -245,6 +251,7 @@ def game_class(member: str) -> type[OpenSpielGame]:
     players = {"random": random_player}
     if can_search(spiel):
         players["mcts"] = mcts_player
+    players.update(GAME_PLAYERS.get(kind.short_name, {}))
     infos = (
         tabular.information_sets(spiel, _info_state) if tabular.might_be_tabular(spiel) else None
     )

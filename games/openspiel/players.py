@@ -1,4 +1,4 @@
-"""Scripted players of OpenSpiel games: ``random`` and ``mcts``.
+"""Scripted players of OpenSpiel games: ``random``, ``mcts``, and Leduc poker's ``rank``.
 
 ``mcts`` is OpenSpiel's Monte-Carlo tree search (``open_spiel.python.algorithms.mcts``: UCT
 with random rollouts), ``mcts_simulations`` simulations per move, its randomness seeded from the
@@ -6,6 +6,13 @@ match's generator. Tree search reads a whole state, so on a game with hidden inf
 searches a state resampled to agree with what the player knows (OpenSpiel's
 ``resample_from_infostate``: the opponent's cards drawn anew), never the true one; a game with
 hidden information that cannot resample (liars_dice) has no ``mcts`` player.
+
+``rank`` plays Leduc poker by the strength of its hand alone, the same way every time: it
+raises a pair with the public card, or a King before the public card is dealt; checks and
+calls with a Queen, or a King that missed the public card; with a Jack it checks, and folds
+to a raise. It is a player whose moves depend on its card, which neither ``random`` nor
+self-play from a ``random`` cold start gives (benchmarks/RESULTS.md, "Leduc poker: the policy
+never read its card"); its exploitability is in tests/test_openspiel.py.
 """
 
 from __future__ import annotations
@@ -47,6 +54,31 @@ def mcts_player(game: Any, state: GameState, role: Role, rng: random.Random) -> 
     action = bot.step(position)
     names = {a: text for text, a in labels(game.position(state), player).items()}
     return f"[{names[action]}]"
+
+
+def leduc_rank_player(game: Any, state: GameState, role: Role, rng: random.Random) -> str:
+    position = game.position(state)
+    player = game.roles.index(role)
+    rank, public = position.private_card(player) // 2, position.public_card()
+    top = position.get_game().num_players()  # Leduc has players + 1 ranks: the top is players
+    if public >= 0:
+        strength = 2 if rank == public // 2 else 1 if rank == top else 0
+    else:
+        strength = 2 if rank == top else 1 if rank > 0 else 0
+    legal = labels(position, player)
+    wanted = ("Fold", "Call", "Raise")[strength]
+    if wanted == "Fold" and "Call" in legal and not _facing_raise(position):
+        wanted = "Call"  # check rather than fold for nothing
+    return f"[{wanted if wanted in legal else 'Call'}]"
+
+
+def _facing_raise(position: Any) -> bool:
+    bets = position.round1() if position.round() == 1 else position.round2()
+    return bool(bets) and bets[-1] == 2
+
+
+# scripted players particular to one game (by OpenSpiel's short name)
+GAME_PLAYERS = {"leduc_poker": {"rank": leduc_rank_player}}
 
 
 def can_search(spiel_game: Any) -> bool:
