@@ -8,11 +8,12 @@ searches a state resampled to agree with what the player knows (OpenSpiel's
 hidden information that cannot resample (liars_dice) has no ``mcts`` player.
 
 ``rank`` plays Leduc poker by the strength of its hand alone, the same way every time: it
-raises a pair with the public card, or a King before the public card is dealt; checks and
-calls with a Queen, or a King that missed the public card; with a Jack it checks, and folds
-to a raise. It is a player whose moves depend on its card, which neither ``random`` nor
-self-play from a ``random`` cold start gives (benchmarks/RESULTS.md, "Leduc poker: the policy
-never read its card"); its exploitability is in tests/test_openspiel.py.
+raises a pair with the public card, or the top card (a King in the two-player game) before the
+public card is dealt; checks and calls with a middle card, or a top card that missed the
+public card; with a Jack it checks, and folds to a raise. It is a player whose moves depend
+on its card, which neither ``random`` nor self-play from a ``random`` cold start gives
+(benchmarks/RESULTS.md, "Leduc poker: the policy never read its card"); its exploitability is
+in tests/test_openspiel.py.
 """
 
 from __future__ import annotations
