@@ -14,8 +14,9 @@ as exact exploitability scores it, and three figures printed:
   distance between the action probabilities of two ranks, averaged over the histories and pairs
   of ranks (0: the card changes nothing; 1: it decides every action), and its largest value.
 
-A policy whose two exploitabilities agree and whose distance is about 0 ignores its card; such
-a policy cannot take Leduc's exploitability much under 2.1 (`leduc_tabular.py --blind`).
+A policy whose two exploitabilities agree and whose distance is about 0 ignores its card; the
+self-play update leaves such a policy at 2.05-2.4 (`leduc_tabular.py --blind`), though a
+card-blind policy can score lower (always calling: 1.467).
 
 ``--imitate STEPS`` then asks whether the model can learn to read its card at all: it trains
 the checkpoint's policy (in memory; nothing is written) to imitate a player that raises a

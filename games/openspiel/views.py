@@ -2,16 +2,16 @@
 
 OpenSpiel's information-state strings are written for programs. Leduc poker's reads
 ``[Observer: 0][Private: 5][Round 1][Player: 0][Pot: 2][Money: 99 99][Round1: ][Round2: ]``:
-the card a number whose rank is the number // 2, the bets numbers too. A small model trained
-on that string plays as if it never saw its card (measured: the tiny model's Leduc policy gave
-every card the same probabilities to three decimals after 15 iterations, and a policy that
-ignores its card cannot get Leduc's exploitability much under 2.1; benchmarks/RESULTS.md,
-"Leduc poker: the policy never read its card"). ``game_options.view: readable`` (the default)
-shows the games listed in `READABLE` in words instead, the player's own card last, where the
-answer begins; ``view: spiel`` shows OpenSpiel's string as it is, for every game.
+the card a number whose rank is the number // 2, the bets numbers too. The tiny model trained
+on that string played as if it never saw its card: after 15 iterations its policy gave every
+card the same probabilities to three decimals, and 100 steps of imitating a player whose moves
+depend on its card did not teach it to read the card there, where in words they did
+(benchmarks/RESULTS.md, "Leduc poker: the policy never read its card").
 
-A view shows only what the acting player knows, so every state of one information set reads
-the same, and exact exploitability (keyed by OpenSpiel's string) is unchanged by the view.
+``game_options.view: readable`` (the default) shows the games listed in `READABLE` in words,
+the player's own card last, next to where the answer begins; ``view: spiel`` shows OpenSpiel's
+string as it is, for every game. A view shows only what the acting player knows, so each
+information set (keyed, for exact exploitability, by OpenSpiel's string) is one prompt.
 """
 
 from __future__ import annotations
