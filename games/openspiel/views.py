@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-VIEWS = ("readable", "spiel")
 RANKS = ("Jack", "Queen", "King", "Ace")  # Leduc has players + 1 ranks, two suits of each
 BETS = {0: "fold", 1: "call", 2: "raise"}
 
