@@ -3,6 +3,7 @@
     python benchmarks/leduc_card_use.py RUN [RUN ...]
     python benchmarks/leduc_card_use.py --view spiel RUN   # a run made before the readable view
     python benchmarks/leduc_card_use.py --imitate 100 RUN  # can the model learn to read it?
+    python benchmarks/leduc_card_use.py --reference RUN    # the KL reference the run kept
 
 For each run (a run folder of ``--game openspiel:leduc_poker``) the policy's table is scored
 as exact exploitability scores it, and three figures printed:
@@ -13,6 +14,10 @@ as exact exploitability scores it, and three figures printed:
 - how far apart the rows of different ranks are at one betting history: the total-variation
   distance between the action probabilities of two ranks, averaged over the histories and pairs
   of ranks (0: the card changes nothing; 1: it decides every action), and its largest value.
+
+``--reference`` scores the checkpoint's KL reference instead of its policy. With
+``train.reference_update=0`` that reference is the policy the cold start left, which no
+iteration's figures show.
 
 A policy whose two exploitabilities agree and whose distance is about 0 ignores its card; the
 self-play update leaves such a policy at 2.05-2.4 (`leduc_tabular.py --blind`), though a
@@ -131,10 +136,28 @@ def imitate(policy: Any, game: Any, steps: int, temperature: float) -> None:
             )
 
 
+def load_reference(policy: Any, run: Path) -> None:
+    """Put the checkpoint's KL reference (a copy of the model's weights) into ``policy``."""
+    import torch
+
+    from selfplay.core.commands.play import find_checkpoint
+
+    found = find_checkpoint(run)[1] / "state.ckpt"
+    reference = torch.load(found, map_location="cpu", weights_only=True).get("reference")
+    if not isinstance(reference, dict) or set(reference) != set(policy.model.state_dict()):
+        raise SystemExit(f"{found} keeps no full copy of the model as its reference policy.")
+    policy.model.load_state_dict(reference)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--imitate", type=int, metavar="STEPS", default=0)
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="score the KL reference kept in the checkpoint (a full fine-tuning run's)",
+    )
     parser.add_argument(
         "--view",
         choices=["readable", "spiel"],
@@ -151,6 +174,8 @@ def main() -> None:
     for run in args.runs:
         loaded = load_checkpoint_policy(run, None)
         config = loaded.config
+        if args.reference:
+            load_reference(loaded.policy, run)
         if args.view and "view" not in config.game_options:
             options = {**config.game_options, "view": args.view}
             config = config.model_copy(update={"game_options": options})

@@ -54,3 +54,22 @@ def test_card_distance_and_the_table_with_the_card_taken_out():
     blinded = card_use.without_card(split)
     assert blinded[key(0, "a")] == pytest.approx({"Call": 0.5, "Raise": 0.5})
     assert blinded[key(0, "b")] == pytest.approx(same[key(0, "b")])
+
+
+def test_the_reference_kept_in_a_checkpoint_replaces_the_policy(tmp_path, monkeypatch):
+    import torch
+
+    from selfplay.core.commands import play
+
+    monkeypatch.setattr(play, "find_checkpoint", lambda run: (run, run))
+    policy = argparse.Namespace(model=torch.nn.Linear(3, 2))
+    reference = torch.nn.Linear(3, 2).state_dict()
+    torch.save(
+        {"model": policy.model.state_dict(), "reference": reference}, tmp_path / "state.ckpt"
+    )
+    card_use.load_reference(policy, tmp_path)
+    assert torch.equal(policy.model.weight, reference["weight"])
+
+    torch.save({"model": policy.model.state_dict(), "reference": None}, tmp_path / "state.ckpt")
+    with pytest.raises(SystemExit, match="keeps no full copy of the model"):
+        card_use.load_reference(policy, tmp_path)
