@@ -2,6 +2,7 @@
 
     python benchmarks/leduc_tabular.py --seeds 0 1 2 --matches 512 --iterations 200
     python benchmarks/leduc_tabular.py --lr 0.01 0.03 0.1 --seeds 0 1 2
+    python benchmarks/leduc_tabular.py --start RUN --reference --matches 128 --iterations 20
 
 The runs in RESULTS.md ("Leduc poker trained by self-play") train the tiny model with a policy
 gradient: one shared policy plays both seats, each iteration plays ``--matches`` matches, each
@@ -16,7 +17,11 @@ step landing where it is aimed. If the table's exploitability falls within the r
 (15 iterations of 512 matches), the model is what holds Leduc back; if the table too needs
 tens of thousands of matches, the budget is. Exact exploitability (OpenSpiel's) is printed at
 the iterations in ``--report``, with the mean and spread over the seeds, beside the 2.374 of
-uniform play. Needs the ``openspiel`` extra. Runs in seconds to minutes; nothing is written.
+uniform play. ``--start RUN`` starts the table (and its magnet) from a run's policy at its
+newest checkpoint, or with ``--reference`` from the KL reference it kept (the cold start's
+policy when the reference never moves), and reports iteration 0 too: does the update improve
+on where the model began? Needs the ``openspiel`` extra. Runs in seconds to minutes; nothing
+is written.
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ import argparse
 import re
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
 UNIFORM = 2.3736
 PRIVATE = re.compile(r"\[Private: \d+\]")
+OBSERVER = re.compile(r"\[Observer: (\d+)\]")
+ACTIONS = {"Fold": 0, "Call": 1, "Raise": 2}  # leduc_poker's action ids, by the adapter's names
 
 
 class Table:
@@ -125,15 +133,47 @@ def run(seed: int, lr: float, args: argparse.Namespace) -> dict[int, float]:
 
     game = pyspiel.load_game("leduc_poker")
     table = Table(game, spiel_policy.TabularPolicy(game), blind=args.blind)
+    if args.start_probs is not None:
+        # floored: a move the model never makes gets a finite logit the update can still raise
+        start = np.log(np.maximum(args.start_probs, 1e-6))
+        table.logits[table.row_of] = np.where(table.legal[table.row_of], start, 0)
+        table.magnet = table.logits.copy()
     rng = np.random.default_rng(seed)
     args.lr = lr
-    curve = {}
+    curve = {0: table.exploitability()} if 0 in args.report else {}
     for iteration in range(1, args.iterations + 1):
         table.update(table.play(args.matches, rng), args, rng)
         table.magnet += args.reference_update * (table.logits - table.magnet)
         if iteration in args.report:
             curve[iteration] = table.exploitability()
     return curve
+
+
+def start_probs(source: Path, reference: bool) -> np.ndarray:
+    """The action probabilities of a run's policy (or reference) in OpenSpiel's table order."""
+    import leduc_card_use  # this folder's; run as a script, it is on the path
+    import pyspiel
+    import torch
+    from open_spiel.python import policy as spiel_policy
+
+    from selfplay.core.commands.play import load_checkpoint_policy
+    from selfplay.core.models.policy_table import policy_table
+    from selfplay.core.run.build import build_game
+
+    torch.set_num_threads(1)
+    loaded = load_checkpoint_policy(source, None)
+    if reference:
+        leduc_card_use.load_reference(loaded.policy, source)
+    model_table = policy_table(
+        loaded.policy, build_game(loaded.config), loaded.config.generation.temperature
+    )
+    order = spiel_policy.TabularPolicy(pyspiel.load_game("leduc_poker")).state_lookup
+    probs = np.zeros((len(order), len(ACTIONS)))
+    for key, i in order.items():
+        row = model_table[f"player_{OBSERVER.search(key)[1]}|{key}"]
+        for action, p in row.items():
+            probs[i, ACTIONS[action]] = p
+    return probs
 
 
 def main() -> None:
@@ -148,8 +188,15 @@ def main() -> None:
     parser.add_argument("--reference-update", type=float, default=0.05)
     parser.add_argument("--blind", action="store_true", help="one row per betting history")
     parser.add_argument("--report", type=int, nargs="+", default=[1, 5, 15, 50, 100, 200])
+    parser.add_argument("--start", type=Path, help="a run or checkpoint to start the table from")
+    parser.add_argument("--reference", action="store_true", help="from its KL reference")
     args = parser.parse_args()
-    args.report = sorted({i for i in args.report if i <= args.iterations})
+    if args.start and args.blind:
+        parser.error("--start keeps the model's rows card by card; it cannot be --blind")
+    args.start_probs = start_probs(args.start, args.reference) if args.start else None
+    args.report = sorted(
+        {i for i in args.report if i <= args.iterations} | ({0} if args.start else set())
+    )
     print(f"uniform play: {UNIFORM}; {args.matches} matches an iteration")
     print("lr      " + "".join(f"{f'it {i} ({i * args.matches} m.)':>26}" for i in args.report))
     for lr in args.lr:

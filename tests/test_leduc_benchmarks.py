@@ -28,7 +28,7 @@ tabular, card_use = load("leduc_tabular"), load("leduc_card_use")
 def settings(blind: bool) -> argparse.Namespace:
     return argparse.Namespace(
         matches=512, iterations=15, minibatch=256, epochs=1, kl_coef=0.5,
-        reference_update=0.05, report=[1, 15], blind=blind,
+        reference_update=0.05, report=[1, 15], blind=blind, start_probs=None,
     )  # fmt: skip
 
 
@@ -73,3 +73,13 @@ def test_the_reference_kept_in_a_checkpoint_replaces_the_policy(tmp_path, monkey
     torch.save({"model": policy.model.state_dict(), "reference": None}, tmp_path / "state.ckpt")
     with pytest.raises(SystemExit, match="keeps no full copy of the model"):
         card_use.load_reference(policy, tmp_path)
+
+
+def test_the_table_starts_where_it_is_told():
+    always_call = tabular.np.zeros((936, 3))
+    always_call[:, tabular.ACTIONS["Call"]] = 1.0
+    args = settings(blind=False)
+    args.iterations, args.report, args.start_probs = 1, [0, 1], always_call
+    curve = tabular.run(0, 0.1, args)
+    assert curve[0] == pytest.approx(1.467, abs=0.002)  # always calling, as RESULTS.md says
+    assert curve[1] != curve[0]
