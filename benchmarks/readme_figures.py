@@ -3,6 +3,7 @@
     python benchmarks/readme_figures.py                          # the default run, seeds 0-4
     python benchmarks/readme_figures.py --claim tictactoe-cosine # 180 iterations of self-play
     python benchmarks/readme_figures.py --claim kuhn-legal-pg    # Kuhn, exact exploitability
+    python benchmarks/readme_figures.py --claim leduc-legal-pg   # Leduc, the openspiel extra
     python benchmarks/readme_figures.py --seeds 0 --out DIR      # one seed
 
 Each claim is a paragraph of README.md (it starts with the claim's opening words) and the
@@ -17,6 +18,8 @@ command that measures it, run once per seed with the thread count fixed:
   with a moving KL reference, ``python benchmarks/opponents.py --samplers mmd:0.5:0.05
   --iterations 134 ...``; the exact exploitability of the last iterate and of the average of
   the iterates.
+- ``leduc-legal-pg``: Leduc poker for 20 iterations, ``selfplay run --recipe
+  leduc-poker-legal --seed S --set threads=1``; the same two figures.
 
 A seed whose run folder already holds its results is read again rather than rerun. The script
 prints the rerun's figures per seed, then compares them with the paragraph: the figures after
@@ -113,6 +116,17 @@ CLAIMS = {
         " --iterations 134 --threads {threads} --seed {seed}"
         " --set cold_start.players=[random,nash] --set train.lr=5e-5"
         " --set generation.choice=legal --set objective=legal-pg --out {folder}",
+        figures=(
+            ("exploitability of the last iterate", Metric("exploitability/last")),
+            ("of the average of the iterates", Metric("exploitability/iterates_average")),
+        ),
+    ),
+    "leduc-legal-pg": Claim(
+        opening="Leduc poker for 20 iterations",
+        run=".",
+        done="summary.json",
+        command="selfplay run --recipe leduc-poker-legal --seed {seed} --set threads={threads}"
+        " --out {parent} --name {name}",
         figures=(
             ("exploitability of the last iterate", Metric("exploitability/last")),
             ("of the average of the iterates", Metric("exploitability/iterates_average")),

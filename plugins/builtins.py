@@ -42,6 +42,7 @@ DEFAULT_PLUGINS = (
     "selfplay.recipes.tictactoe",
     "selfplay.recipes.instruct",
     "selfplay.recipes.kuhn_poker",
+    "selfplay.recipes.leduc_poker",
     "selfplay.recipes.math",
     "selfplay.suites.solver",
     "selfplay.suites.gtbench",

@@ -321,3 +321,29 @@ def test_a_recipes_model_options_for_a_learner_stay_with_its_model(flags):
     assert not any(key.startswith("learners.proposer") for key in applied(config))
     own = run_config(recipe="proposer-solver-sums", learners={"proposer": {"model": "tiny"}})
     assert own.learners["proposer"].model_options == {"layers": 6, "hidden": 192}
+
+
+# the settings of the Leduc poker command benchmarks/RESULTS.md quotes in "Leduc poker: a
+# smaller step" (less --seed, --out, --name and the threads and checkpoints of runs side by side)
+LEDUC = [
+    "cold_start.players=[random,rank]",
+    "cold_start.steps=400",
+    "train.kl_coef=1.0",
+    "train.reference_update=0",
+    "train.lr=1e-4",
+    "train.minibatch_size=64",
+    "reward_mode=normalize",
+    "generation.choice=legal",
+    "objective=legal-pg",
+]
+
+
+def test_leduc_poker_legal_holds_the_settings_results_measured():
+    pytest.importorskip("pyspiel")
+    measured = run_config(
+        game="openspiel:leduc_poker", iterations=20, matches=128, overrides=LEDUC
+    ).model_dump()
+    named = run_config(recipe="leduc-poker-legal").model_dump()
+    assert named.pop("recipe") == "leduc-poker-legal"
+    measured.pop("recipe")
+    assert measured == named
