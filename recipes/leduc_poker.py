@@ -19,7 +19,7 @@ LEDUC = Recipe(
     "leduc-poker-legal",
     "Leduc poker through OpenSpiel: a cold start on the random and rank players, then a choice "
     "among the legal moves trained by legal-pg with a small step under a fixed KL pull toward "
-    "the cold start, 20 iterations of 128 matches, 30-50 minutes: exploitability of the average "
+    "the cold start, 20 iterations of 128 matches, about an hour: exploitability of the average "
     "of the iterates 1.235 (1.054-1.637) on seeds 0-4, below the cold start's on all five; the "
     "last iterate 1.549 (1.195-2.071), below it on three (RESULTS.md, 'Leduc poker: a smaller "
     "step').",
