@@ -149,6 +149,23 @@ def load_reference(policy: Any, run: Path) -> None:
     policy.model.load_state_dict(reference)
 
 
+def checkpoint_table(run: Path, reference: bool = False, view: str | None = None) -> tuple:
+    """(policy table, game, policy, config) of a run's newest checkpoint or of a checkpoint:
+    its policy's, or its KL reference's; ``view`` where the run's config names none."""
+    from selfplay.core.commands.play import load_checkpoint_policy
+    from selfplay.core.run.build import build_game
+
+    loaded = load_checkpoint_policy(run, None)
+    config = loaded.config
+    if reference:
+        load_reference(loaded.policy, run)
+    if view and "view" not in config.game_options:
+        config = config.model_copy(update={"game_options": {**config.game_options, "view": view}})
+    game = build_game(config)
+    table = policy_table(loaded.policy, game, config.generation.temperature)
+    return table, game, loaded.policy, config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+")
@@ -167,23 +184,12 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from selfplay.core.commands.play import load_checkpoint_policy
-    from selfplay.core.run.build import build_game
-
     torch.set_num_threads(1)
     for run in args.runs:
-        loaded = load_checkpoint_policy(run, None)
-        config = loaded.config
-        if args.reference:
-            load_reference(loaded.policy, run)
-        if args.view and "view" not in config.game_options:
-            options = {**config.game_options, "view": args.view}
-            config = config.model_copy(update={"game_options": options})
-        game = build_game(config)
-        table = policy_table(loaded.policy, game, config.generation.temperature)
+        table, game, policy, config = checkpoint_table(run, args.reference, args.view)
         print(f"{run}: {figures(table, game)}", flush=True)
         if args.imitate:
-            imitate(loaded.policy, game, args.imitate, config.generation.temperature)
+            imitate(policy, game, args.imitate, config.generation.temperature)
 
 
 if __name__ == "__main__":

@@ -156,17 +156,8 @@ def start_probs(source: Path, reference: bool) -> np.ndarray:
     import torch
     from open_spiel.python import policy as spiel_policy
 
-    from selfplay.core.commands.play import load_checkpoint_policy
-    from selfplay.core.models.policy_table import policy_table
-    from selfplay.core.run.build import build_game
-
     torch.set_num_threads(1)
-    loaded = load_checkpoint_policy(source, None)
-    if reference:
-        leduc_card_use.load_reference(loaded.policy, source)
-    model_table = policy_table(
-        loaded.policy, build_game(loaded.config), loaded.config.generation.temperature
-    )
+    model_table = leduc_card_use.checkpoint_table(source, reference)[0]
     order = spiel_policy.TabularPolicy(pyspiel.load_game("leduc_poker")).state_lookup
     probs = np.zeros((len(order), len(ACTIONS)))
     for key, i in order.items():
@@ -193,6 +184,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.start and args.blind:
         parser.error("--start keeps the model's rows card by card; it cannot be --blind")
+    if args.reference and not args.start:
+        parser.error("--reference reads a run's checkpoint: give the run with --start RUN")
     args.start_probs = start_probs(args.start, args.reference) if args.start else None
     args.report = sorted(
         {i for i in args.report if i <= args.iterations} | ({0} if args.start else set())
