@@ -94,35 +94,30 @@ def imitate(policy: Any, game: Any, steps: int, temperature: float) -> None:
     from selfplay.api.game import answer_text
     from selfplay.api.policy import Request
     from selfplay.core.models.scoring import eos_id
+    from selfplay.core.train.cold_start import Example, collate, target_loss
 
     infos = game.information_sets()
     rng = random.Random(0)
     requests = [
         Request(game, i.state, i.role, tuple(game.observe(i.state, i.role)), rng) for i in infos
     ]
-    prompts = policy.encode(requests)
     tokens = policy.tokenizer
-    answers = [
-        [
-            *tokens(answer_text(game, by_rank(game, i)), add_special_tokens=False)["input_ids"],
-            eos_id(policy),
-        ]
-        for i in infos
+    examples = [
+        Example(
+            tuple(prompt),
+            (
+                *tokens(answer_text(game, by_rank(game, i)), add_special_tokens=False)["input_ids"],
+                eos_id(policy),
+            ),
+        )
+        for prompt, i in zip(policy.encode(requests), infos, strict=True)
     ]
     model = policy.model
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.0)
     for step in range(1, steps + 1):
         model.train()
-        batch = rng.sample(range(len(infos)), 64)
-        width = max(len(prompts[b]) + len(answers[b]) for b in batch)
-        ids = torch.full((len(batch), width), policy.pad_id)
-        mask, labels = torch.zeros_like(ids), torch.full_like(ids, -100)
-        for row, b in enumerate(batch):
-            start, end = len(prompts[b]), len(prompts[b]) + len(answers[b])
-            ids[row, :end] = torch.tensor(prompts[b] + answers[b])
-            mask[row, :end] = 1
-            labels[row, start:end] = torch.tensor(answers[b])
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        batch = rng.sample(examples, 64)
+        loss = target_loss(model, collate(batch, policy.pad_id))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
