@@ -37,6 +37,7 @@ import itertools
 import random
 import re
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +148,16 @@ def load_reference(policy: Any, run: Path) -> None:
 def checkpoint_table(run: Path, reference: bool = False, view: str | None = None) -> tuple:
     """(policy table, game, policy, config) of a run's newest checkpoint or of a checkpoint:
     its policy's, or its KL reference's; ``view`` where the run's config names none."""
+    from selfplay.api.errors import ConfigError
     from selfplay.core.commands.play import load_checkpoint_policy
     from selfplay.core.run.build import build_game
+    from selfplay.core.run.checkpoint import CheckpointError
 
-    loaded = load_checkpoint_policy(run, None)
+    try:
+        loaded = load_checkpoint_policy(run, None)
+    except (ConfigError, CheckpointError) as err:
+        print(err, file=sys.stderr)
+        raise SystemExit(2) from None
     config = loaded.config
     if reference:
         load_reference(loaded.policy, run)
