@@ -27,6 +27,10 @@ Both regularisers are exact over the menu, not per token: the KL pull toward the
 and the entropy bonus ``train.entropy_coef * H(q)``. The loss of a minibatch is the mean over
 its decisions. One update epoch only: the rollout did not record the other answers' scores, so
 a PPO ratio of q is not available.
+
+A decision's rows share its prompt: the update reads it once, with gradients, and every
+answer after it from its key-value cache (core/models/prefix_scoring.py), as play does, so a
+menu of nine answers costs about one prompt and nine short rows, not nine prompts.
 """
 
 from __future__ import annotations

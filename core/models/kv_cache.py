@@ -13,9 +13,9 @@ The shared-prefix prefill still works: the prefix is run once for one row, and
 `batch_repeat_interleave` copies it into buffers for every row, of the full length.
 Layers of another kind (sliding-window or linear-attention layers) are left as they are.
 
-Also here, for every caller that runs a model on left-padded prompts with a cache
-(generation, and the policy table's `score_menus`): `left_pad` and `cache_kwarg`, the name
-the model's forward takes its cache by.
+Also here, for every caller that runs a model with a cache (generation on left-padded
+prompts; the shared-prefix scoring of core/models/prefix_scoring.py): `left_pad`, and
+`cache_kwarg`, the name the model's forward takes its cache by.
 """
 
 from __future__ import annotations

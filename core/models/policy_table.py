@@ -11,8 +11,9 @@ has never seen a game writes prose where a move belongs (SmolLM2 on Kuhn poker: 
 sampled moves invalid), and the forfeits drown the game's signal. Under ``choice: legal`` a
 language policy does not write its move token by token. For a request whose game lists every
 legal answer (`Game.legal_actions`, with ``lists_every_move``), the policy scores each
-complete answer (its text after the answer prefix, then end-of-sequence) with one forward
-pass, and samples one in proportion to its probability, the table's row for that position.
+complete answer (its text after the answer prefix, then end-of-sequence), reading the
+prompt once for all of them (`score_menus`), and samples one in proportion to its
+probability, the table's row for that position.
 Greedy play takes the most probable answer. Every move is legal by construction.
 
 What the trainer sees is an ordinary completion: the chosen answer's tokens (with the EOS)
@@ -85,7 +86,7 @@ def _score_role(policy: Any, game: Any, infos: Sequence[InfoSet], temperature: f
         for info in infos
     ]
     menus = [[answer_text(game, a) for a in info.actions] for info in infos]
-    _, logps = score_answers(policy, policy.encode(requests), menus, temperature, True)
+    _, logps = score_answers(policy, policy.encode(requests), menus, temperature)
     totals = logps.sum(-1)
     table: Table = {}
     k = 0
@@ -102,13 +103,13 @@ def score_answers(
     prompts: Sequence[Sequence[int]],
     menus: Sequence[Sequence[str]],
     temperature: float,
-    shared_prompts: bool = False,
+    shared_prompts: bool = True,
 ) -> tuple[dict[str, list[int]], torch.Tensor]:
     """Each answer's tokens (text, then EOS), and per-token log-probabilities, one row per
-    (prompt, answer) in menu order, zero past each answer's end; no grad. One forward pass of
-    (prompt, answer) rows, or with ``shared_prompts`` each prompt read once for all its
-    answers (`score_menus`: the same values to float rounding, several times faster for a
-    table of long prompts; play keeps the one pass, so a run's moves do not change)."""
+    (prompt, answer) in menu order, zero past each answer's end; no grad. Each prompt is read
+    once for all its answers (`score_menus`), or with ``shared_prompts=False`` every
+    (prompt, answer) is a row of its own (the same values to float rounding, several times
+    slower for long prompts)."""
     stop = eos_id(policy)
     texts = sorted({answer for menu in menus for answer in menu})
     encoded = policy.tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -192,7 +193,8 @@ def _choose(
     greedy: bool,
 ) -> list[Completion]:
     """One completion per prompt, each one of its (non-empty) menu's answers."""
-    tokens_of, logps = score_answers(policy, prompts, menus, policy.temperature)
+    shared = getattr(policy, "share_prefix", True)
+    tokens_of, logps = score_answers(policy, prompts, menus, policy.temperature, shared)
     totals = logps.sum(-1)
     completions, k = [], 0
     for prompt, menu, seed in zip(prompts, menus, seeds, strict=True):

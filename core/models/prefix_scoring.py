@@ -1,32 +1,303 @@
-"""Scoring several short answers after one prompt, reading the prompt once.
+"""Scoring rows that share a prefix, reading the shared part once, with or without gradients.
 
-A policy table scores every legal answer at every information set: Leduc poker has 936 of
-them, each a prompt of about 180 tokens followed by one of two or three answers of two or
-three tokens. `score` (core/models/scoring.py) packs each (prompt, answer) pair into a row of
-its own, so every prompt runs through the model once per answer. Here each prompt runs once:
-the prompts of a chunk are left-padded into one batch and run with the key-value cache on,
-the logits at their last position give each answer's first token, and the cache, its rows
-repeated once per answer, is the context for the rest of the answers' tokens, run as a second,
-short batch. Position ids are counted from each row's first real token, so left padding moves
-nothing; the values agree with `score`'s to float rounding (tests/test_prefix_scoring.py).
+`score` (core/models/scoring.py) packs each (prompt, answer) pair into a row of its own, so a
+prompt shared by several rows runs through the model once per row. Rows share a lot: under
+``generation.choice=legal`` every legal answer of a move is a row after the same prompt (nine
+of them at an empty tic-tac-toe board, in play, in the policy table, and in ``legal-pg``'s
+update), a GRPO group's completions follow one prompt, and every turn of every match opens
+with the same rules (68 of SmolLM2's 94 tokens at tic-tac-toe). `score_shared` runs the
+shared parts once and every row's own tokens after them, in up to three passes:
 
-Inference only, for models whose forward takes ``position_ids``, a `DynamicCache` and
-``logits_to_keep`` (Hugging Face causal LMs, as `HFPolicy`'s generation needs).
+1. ``preamble``: the prompts' common prefix, once, when it is long enough to pay;
+2. ``prompts``: each distinct prompt but its last token, once, after the preamble;
+3. ``rows``: each row's own tokens (its prompt's last token, or what follows the preamble,
+   then its answer), read as `score` reads a row, the logits at the answer positions only.
+
+Each pass runs with the key-value cache on; before the next, the cache's tensors are indexed
+along the batch (`DynamicCache.batch_select_indices`), one copy per node of the next pass.
+Indexing keeps autograd: the gradient of every copy flows back into the one pass that made
+it, so the shared part's backward runs once too. Segments are right-padded, so the cache has
+gaps where a shorter segment ended; the attention mask covers them, and position ids count
+each row's real tokens, so the values are those of `score` up to float rounding, gradients
+included (tests/test_prefix_scoring.py: 1e-5 relative in fp32). Earlier passes keep no logits
+at all (the output layer sees no position, `answer_positions`).
+
+Which passes run is `Shape.plan`: the cheapest in padded tokens (each pass costing
+`PASS_TOKENS` more), and the row pass unless sharing costs at most `SHARE_AT_MOST` of it (the
+cache copies cost something too). The update's micro-batches are sized on the same shape
+(core/train/update.py, `TokenBudget`), which counts the prompt once and each row's copy of
+the cache.
+
+`can_share` says where it cannot apply, and the row pass runs instead: a model whose forward
+takes no ``position_ids`` or cache (or that cannot be unwrapped to a Hugging Face model to
+tell), without an output layer to cut, with an attention kernel other than ``eager`` or
+``sdpa`` (flash attention's padding-free path does not take the gaps), with gradient
+checkpointing (which turns the cache off), or whose cache is not made of plain full-attention
+layers (sliding windows, linear attention; found after the first pass).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import DynamicLayer
 
-from selfplay.core.models.kv_cache import cache_kwarg, left_pad
-from selfplay.core.models.scoring import answer_logprobs
+from selfplay.api.objective import Scored
+from selfplay.core.models.kv_cache import cache_kwarg
+from selfplay.core.models.scoring import answer_positions, output_layer, pack, score, score_packed
 
-#: Prompt tokens per chunk: the cache of a chunk, repeated once per answer, is what it holds
-#: (about 16 MB for the tiny model, 0.6 GB for SmolLM2-135M at three answers a prompt).
-TOKENS_PER_CHUNK = 4096
+#: Sharing runs when its padded tokens are at most this share of the row pass's.
+SHARE_AT_MOST = 0.75
+#: What one more forward pass costs, in padded tokens (the tiny model's, on a CPU).
+PASS_TOKENS = 32
+#: `score_menus` scores prompts in chunks whose rows times prompt width (the positions of
+#: the cache, one copy per row) stay under this: 0.4 GB of float32 cache for SmolLM2-135M.
+POSITIONS_PER_CHUNK = 8192
+#: The passes `Shape.plan` chooses among, the row pass first.
+PLANS: tuple[tuple[str, ...], ...] = (
+    ("rows",),
+    ("prompts", "rows"),
+    ("preamble", "rows"),
+    ("preamble", "prompts", "rows"),
+)
+#: (nodes, padded width, cached positions each node reads) of one forward pass.
+Pass = tuple[int, int, int]
+
+
+@dataclass
+class Shape:
+    """What scoring a batch of (prompt, answer) rows costs, added a row at a time (`add`):
+    `plan` chooses the passes, `passes` sizes them (for the update's token budget)."""
+
+    share: bool = True  # False: always the row pass (a model that cannot share)
+    rows: int = 0
+    longest: int = 0  # prompt + answer
+    longest_prompt: int = 0
+    shortest_prompt: int = 0
+    longest_answer: int = 0
+    preamble: int = 0  # the length of every prompt's common prefix
+    first: tuple[int, ...] = ()
+    counts: dict[tuple[int, ...], int] = field(default_factory=dict)  # rows per prompt
+
+    def add(self, prompt: Sequence[int], answer: Sequence[int]) -> None:
+        self.longest = max(self.longest, len(prompt) + len(answer))
+        self.rows += 1
+        if not self.share:  # the row pass reads nothing else
+            return
+        prompt = tuple(prompt)
+        if self.rows == 1:
+            self.first, self.preamble, self.shortest_prompt = prompt, len(prompt), len(prompt)
+        elif prompt not in self.counts:
+            self.preamble = _common(self.first, prompt, self.preamble)
+        self.longest_prompt = max(self.longest_prompt, len(prompt))
+        self.shortest_prompt = min(self.shortest_prompt, len(prompt))
+        self.longest_answer = max(self.longest_answer, len(answer))
+        self.counts[prompt] = self.counts.get(prompt, 0) + 1
+
+    def copy(self) -> Shape:
+        return replace(self, counts=dict(self.counts))
+
+    @property
+    def cut(self) -> int:
+        """The preamble's length: every prompt keeps at least two tokens after it (one for
+        its own pass, one beside its answers)."""
+        return max(0, min(self.preamble, self.shortest_prompt - 2))
+
+    def plan(self) -> tuple[str, ...]:
+        """The cheapest passes in padded tokens, the row pass unless sharing saves enough."""
+        if not self.share or self.shortest_prompt < 2 or self.rows < 2:
+            return PLANS[0]
+        usable = [p for p in PLANS[1:] if "preamble" not in p or self.cut]
+        best = min(usable, key=self._cost)  # the first of equals: fewer passes
+        return best if self._cost(best) <= SHARE_AT_MOST * self._cost(PLANS[0]) else PLANS[0]
+
+    def passes(self) -> list[Pass]:
+        """(nodes, padded width, cached positions) of each pass of `plan`."""
+        return self._passes(self.plan())
+
+    def _cost(self, plan: tuple[str, ...]) -> int:
+        passes = self._passes(plan)
+        return sum(nodes * width for nodes, width, _ in passes) + PASS_TOKENS * len(passes)
+
+    def _passes(self, plan: tuple[str, ...]) -> list[Pass]:
+        if plan == PLANS[0]:
+            return [(self.rows, self.longest, 0)]
+        cut = self.cut if "preamble" in plan else 0
+        wide, answer, rows = self.longest_prompt, self.longest_answer, self.rows
+        out = [(1, cut, 0)] if cut else []
+        if "prompts" in plan:
+            return [*out, (len(self.counts), wide - 1 - cut, cut), (rows, 1 + answer, wide - 1)]
+        return [*out, (rows, wide - cut + answer, cut)]
+
+
+def shape_of(
+    prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]], share: bool = True
+) -> Shape:
+    shape = Shape(share=share)
+    for prompt, answer in zip(prompts, answers, strict=True):
+        shape.add(prompt, answer)
+    return shape
+
+
+def can_share(model: torch.nn.Module) -> bool:
+    """Whether `score_shared` can read ``model`` from a cache (see the module doc)."""
+    base = _unwrapped(model)
+    if base is None or output_layer(model) is None:
+        return False
+    parameters = inspect.signature(base.forward).parameters
+    if "position_ids" not in parameters or not {"cache", "past_key_values"} & set(parameters):
+        return False
+    kernel = getattr(base.config, "_attn_implementation", None) or "eager"
+    return kernel in ("eager", "sdpa") and not _checkpointing(base)
+
+
+def score_shared(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    answers: Sequence[Sequence[int]],
+    pad_id: int,
+    temperature: float = 1.0,
+    with_entropy: bool = True,
+) -> Scored:
+    """`score`'s values, reading what the rows share once (see the module doc)."""
+    shape = shape_of(prompts, answers, all(answers) and can_share(model))
+    plan = shape.plan()
+    if plan == PLANS[0]:
+        return score(model, prompts, answers, pad_id, temperature, with_entropy)
+    segments, parents, rests = _segments(prompts, plan, shape.cut)
+    try:
+        return _score_passes(
+            model, segments, parents, rests, answers, pad_id, temperature, with_entropy
+        )
+    except _NoCache:
+        return score(model, prompts, answers, pad_id, temperature, with_entropy)
+
+
+class _NoCache(Exception):
+    """The model did not fill a cache of plain full-attention layers."""
+
+
+@dataclass(frozen=True)
+class _Segments:
+    tokens: list[Sequence[int]]
+    parents: list[int] | None  # each node's node in the pass before; None for the first pass
+
+
+def _score_passes(
+    model: torch.nn.Module,
+    segments: Sequence[_Segments],
+    parents: Sequence[int],
+    rests: Sequence[Sequence[int]],
+    answers: Sequence[Sequence[int]],
+    pad_id: int,
+    temperature: float,
+    with_entropy: bool,
+) -> Scored:
+    base = _unwrapped(model)
+    assert base is not None  # can_share said so
+    device = next(model.parameters()).device
+    kwarg = cache_kwarg(base)
+    cache = DynamicCache(config=base.config)
+    seen = lengths = None  # the cache's attention mask and real length, per node
+    for level in segments:
+        ids, mask = _right_pad(level.tokens, pad_id, device)
+        if level.parents is None:
+            seen = mask.new_zeros(len(ids), 0)
+            lengths = mask.new_zeros(len(ids))
+        else:
+            seen, lengths = _expand(cache, seen, lengths, level.parents)
+        seen = torch.cat([seen, mask], dim=1)
+        positions = lengths[:, None] + torch.arange(ids.shape[1], device=device)
+        nodes = torch.arange(len(ids), device=device)[:, None]
+        with answer_positions(model, nodes, positions[:, :0]):  # no logits: only the cache
+            model(input_ids=ids, attention_mask=seen, position_ids=positions, use_cache=True,
+                  **{kwarg: cache})  # fmt: skip
+        if not _filled(cache, seen.shape[1]):
+            raise _NoCache
+        lengths = lengths + mask.sum(-1)
+    seen, lengths = _expand(cache, seen, lengths, parents)
+    ids, mask, starts = (t.to(device) for t in pack(rests, answers, pad_id))
+    positions = lengths[:, None] + torch.arange(ids.shape[1], device=device)
+    inputs = {"position_ids": positions, "use_cache": True, kwarg: cache}
+    mask = torch.cat([seen, mask], dim=1)
+    lengths_of = [len(a) for a in answers]
+    return score_packed(model, ids, starts, lengths_of, temperature, with_entropy, mask, **inputs)
+
+
+def _segments(
+    prompts: Sequence[Sequence[int]], plan: tuple[str, ...], cut: int
+) -> tuple[list[_Segments], list[int], list[Sequence[int]]]:
+    """The shared passes' segments, each row's node in the last of them, and each row's own
+    tokens before its answer."""
+    out: list[_Segments] = []
+    start = cut if "preamble" in plan else 0
+    if start:
+        out.append(_Segments([prompts[0][:start]], None))
+    if "prompts" not in plan:
+        return out, [0] * len(prompts), [p[start:] for p in prompts]
+    node: dict[tuple[int, ...], int] = {}
+    for prompt in prompts:
+        node.setdefault(tuple(prompt), len(node))
+    out.append(_Segments([p[start:-1] for p in node], [0] * len(node) if start else None))
+    return out, [node[tuple(p)] for p in prompts], [p[-1:] for p in prompts]
+
+
+def _expand(
+    cache: DynamicCache, seen: torch.Tensor, lengths: torch.Tensor, parents: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cache, its mask and lengths, one copy per node of the next pass (autograd kept)."""
+    index = torch.tensor(parents, device=seen.device)
+    cache.batch_select_indices(index)
+    return seen[index], lengths[index]
+
+
+def _filled(cache: DynamicCache, width: int) -> bool:
+    plain = bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
+    return plain and cache.get_seq_length() == width
+
+
+def _right_pad(
+    rows: Sequence[Sequence[int]], pad_id: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(r) for r in rows])
+    width = int(lengths.max())
+    ids = torch.tensor([[*r, *[pad_id] * (width - len(r))] for r in rows], dtype=torch.long)
+    mask = (torch.arange(width)[None, :] < lengths[:, None]).long()
+    return ids.to(device), mask.to(device)
+
+
+def _common(first: tuple[int, ...], other: tuple[int, ...], limit: int) -> int:
+    """The length of the common prefix of ``first[:limit]`` and ``other``."""
+    limit = min(limit, len(other))
+    if first[:limit] == other[:limit]:
+        return limit
+    return next(k for k in range(limit) if first[k] != other[k])
+
+
+def _checkpointing(model: PreTrainedModel) -> bool:
+    """Whether activation (gradient) checkpointing is on, under either of its names."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
+        if hasattr(type(model), name):
+            return bool(getattr(model, name))
+    return False
+
+
+def _unwrapped(model: Any) -> PreTrainedModel | None:
+    """The Hugging Face model inside Fabric's, DDP's and peft's wrappers, if there is one."""
+    for _ in range(5):
+        if isinstance(model, PreTrainedModel):
+            return model
+        get = getattr(model, "get_base_model", None)
+        model = get() if callable(get) else getattr(model, "module", None)
+    return None
+
+
+# ---- menus: every answer of each prompt, in play and in the policy table ---------------------
 
 
 @torch.inference_mode()
@@ -38,82 +309,28 @@ def score_menus(
     temperature: float = 1.0,
 ) -> torch.Tensor:
     """Per-token log-probabilities of each prompt's answers: one row per (prompt, answer) in
-    order, zero past each answer's end (the second value of `score_answers`'s contract)."""
+    order, zero past each answer's end (the second value of `score_answers`'s contract),
+    in chunks of prompts whose cache copies fit `POSITIONS_PER_CHUNK`."""
     width = max(len(a) for menu in answers for a in menu)
     parts = []
-    for chunk in _chunks([len(p) for p in prompts], TOKENS_PER_CHUNK):
-        mine = [prompts[i] for i in chunk], [answers[i] for i in chunk]
-        parts.append(_score_chunk(model, *mine, pad_id, temperature, width))
+    for chunk in _chunks([len(p) for p in prompts], [len(m) for m in answers]):
+        rows_prompt = [prompts[i] for i in chunk for _ in answers[i]]
+        rows_answer = [a for i in chunk for a in answers[i]]
+        scored = score_shared(model, rows_prompt, rows_answer, pad_id, temperature, False)
+        part = scored.logp.new_zeros(len(rows_answer), width)
+        part[:, : scored.logp.shape[1]] = scored.logp.float() * scored.mask
+        parts.append(part)
     return torch.cat(parts).cpu()
 
 
-def _chunks(lengths: Sequence[int], budget: int) -> Iterator[list[int]]:
+def _chunks(lengths: Sequence[int], sizes: Sequence[int]) -> Iterator[list[int]]:
     chunk: list[int] = []
-    longest = 0
-    for i, n in enumerate(lengths):
-        if chunk and max(longest, n) * (len(chunk) + 1) > budget:
+    longest = rows = 0
+    for i, (n, size) in enumerate(zip(lengths, sizes, strict=True)):
+        if chunk and max(longest, n) * (rows + size) > POSITIONS_PER_CHUNK:
             yield chunk
-            chunk, longest = [], 0
+            chunk, longest, rows = [], 0, 0
         chunk.append(i)
-        longest = max(longest, n)
+        longest, rows = max(longest, n), rows + size
     if chunk:
         yield chunk
-
-
-def _score_chunk(
-    model: torch.nn.Module,
-    prompts: Sequence[Sequence[int]],
-    answers: Sequence[Sequence[Sequence[int]]],
-    pad_id: int,
-    temperature: float,
-    width: int,
-) -> torch.Tensor:
-    device = next(model.parameters()).device
-    ids, mask = left_pad(prompts, pad_id, device)
-    lengths = mask.sum(-1)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache(config=_config(model))
-    kwarg = cache_kwarg(model)
-    out = model(
-        input_ids=ids,
-        attention_mask=mask,
-        position_ids=positions,
-        use_cache=True,
-        logits_to_keep=1,
-        **{kwarg: cache},
-    )
-    rows = [a for menu in answers for a in menu]
-    owner = torch.tensor([i for i, menu in enumerate(answers) for _ in menu], device=device)
-    firsts = torch.tensor([a[0] for a in rows], device=device)
-    logp = torch.zeros(len(rows), width, device=device)
-    logp[:, 0], _ = answer_logprobs(out.logits[owner, -1], firsts, temperature, False)
-    rest = max(len(a) for a in rows) - 1
-    if rest == 0:
-        return logp
-    cache.batch_select_indices(owner)  # each prompt's cache, once per answer
-    # feed each answer's tokens but its last; their logits predict tokens 1 .. end
-    fed = torch.tensor([[*a[:-1], *[pad_id] * (rest - len(a) + 1)] for a in rows], device=device)
-    targets = torch.tensor([[*a[1:], *[pad_id] * (rest - len(a) + 1)] for a in rows], device=device)
-    counts = torch.tensor([len(a) - 1 for a in rows], device=device)
-    steps = torch.arange(rest, device=device)
-    fed_mask = (steps[None, :] < counts[:, None]).long()
-    out = model(
-        input_ids=fed,
-        attention_mask=torch.cat([mask[owner], fed_mask], dim=1),
-        position_ids=lengths[owner][:, None] + steps[None, :],
-        use_cache=True,
-        **{kwarg: cache},
-    )
-    later, _ = answer_logprobs(out.logits, targets, temperature, False)
-    logp[:, 1 : rest + 1] = later.float() * fed_mask
-    return logp
-
-
-def _config(model: torch.nn.Module):
-    """The causal LM's config, through peft's and Fabric's wrappers."""
-    for _ in range(4):
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        if hasattr(base, "config"):
-            return base.config
-        model = getattr(model, "module", model)
-    return None

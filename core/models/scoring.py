@@ -55,15 +55,33 @@ def score(
     """Log-probabilities (and entropies) of each action token given its prompt."""
     device = next(model.parameters()).device
     ids, attention, starts = (t.to(device) for t in pack(prompts, actions, pad_id))
-    width = max(len(a) for a in actions)
+    lengths = [len(a) for a in actions]
+    return score_packed(model, ids, starts, lengths, temperature, with_entropy, attention)
+
+
+def score_packed(
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    starts: torch.Tensor,
+    lengths: Sequence[int],
+    temperature: float,
+    with_entropy: bool,
+    attention_mask: torch.Tensor,
+    **inputs: Any,
+) -> Scored:
+    """`score` of packed rows: ``ids[r]`` holds row r's answer from ``starts[r]`` on, its
+    ``lengths[r]`` tokens. ``inputs`` go to the model too (a cache of what precedes every
+    row, with ``attention_mask`` covering it, and the rows' position ids:
+    core/models/prefix_scoring.py)."""
+    device = ids.device
+    width = max(lengths)
     # the logit at position j predicts token j + 1: action token k sits at start + k
     offsets = torch.arange(width, device=device)
     positions = (starts[:, None] - 1 + offsets[None, :]).clamp(max=ids.shape[1] - 2)
-    lengths = torch.tensor([len(a) for a in actions], device=device)
-    mask = offsets[None, :] < lengths[:, None]
-    rows = torch.arange(len(prompts), device=device)[:, None]
+    mask = offsets[None, :] < torch.tensor(lengths, device=device)[:, None]
+    rows = torch.arange(ids.shape[0], device=device)[:, None]
     with answer_positions(model, rows, positions) as sliced:
-        logits = model(input_ids=ids, attention_mask=attention).logits
+        logits = model(input_ids=ids, attention_mask=attention_mask, **inputs).logits
     if not sliced:  # a model without an output layer to hook: cut its full logits
         logits = logits[rows, positions]
     targets = ids[rows, positions + 1]
@@ -131,7 +149,8 @@ def answer_logprobs(
 def _terms(
     logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    logprobs = F.log_softmax(logits.float() / temperature, dim=-1)
+    logits = logits if logits.dtype == torch.float64 else logits.float()
+    logprobs = F.log_softmax(logits / temperature, dim=-1)
     logp = logprobs.gather(-1, targets[..., None]).squeeze(-1)
     entropy = -(logprobs.exp() * logprobs).sum(-1) if with_entropy else torch.zeros_like(logp)
     return logp, entropy

@@ -6,10 +6,17 @@ reads it) and under the current policy, let the objective form its loss, step. T
 DDP and DeepSpeed work the same for every objective. A non-finite loss is skipped (no step)
 and reported, so the loop can stop after several in a row.
 
+Rows that share a prompt (a legal move's menu, a GRPO group's completions) or a preamble
+(the rules every turn opens with) are scored with the shared part read once, for the policy
+with gradients and for the reference without (`score_shared`, core/models/prefix_scoring.py:
+the same values and gradients as a row per sample, to float rounding); ``share_prefixes=False``
+scores a row per sample.
+
 Micro-batches bound the memory of a step: a minibatch is scored and back-propagated a few
-items at a time (``train.micro_batch_tokens`` padded tokens of prompt and answer each, packed
-in order, by default sized from the model's width, depth and heads by `TokenBudget`; or
-``train.micro_batch_size`` items), each loss weighted by its share of the
+items at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared
+prompt counted once and each row's copy of its cache at its share of a token, by default
+sized from the model's width, depth and heads by `TokenBudget`; or ``train.micro_batch_size``
+items), each loss weighted by its share of the
 minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
 of a step synchronises gradients, so processes whose minibatches split differently still
@@ -30,6 +37,7 @@ import torch
 
 from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
+from selfplay.core.models.prefix_scoring import Pass, Shape, can_share, score_shared
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.reference import Reference
@@ -117,6 +125,8 @@ class Updater:
     mismatch: dict[str, float] | None = None
     # after each backward pass but the last: hands freed memory back (Processes.release)
     release: Callable[[], None] | None = None
+    # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
+    share_prefixes: bool = True
 
     def update(
         self, items: Sequence[Any], generator: torch.Generator, minibatches: int
@@ -180,7 +190,15 @@ class Updater:
         if self.micro_batch_size or not self.micro_batch_tokens:
             size = self.micro_batch_size or len(group)
             return [group[k : k + size] for k in range(0, len(group), size)]
-        return pack_by_tokens(group, self.micro_batch_tokens)
+        return pack_by_tokens(group, self.micro_batch_tokens, self._shares())
+
+    def _shares(self) -> bool:
+        """Whether rows are scored with shared prefixes read once (the model can be)."""
+        return self.share_prefixes and can_share(self.model)
+
+    def _score(self, model: torch.nn.Module, prompts, answers, entropy: bool) -> Scored:
+        scorer = score_shared if self.share_prefixes else score
+        return scorer(model, prompts, answers, self.pad_id, self.temperature, entropy)
 
     def _sync(self, last: bool) -> AbstractContextManager[Any]:
         return nullcontext() if last or self.no_sync is None else self.no_sync(True)
@@ -199,7 +217,7 @@ class Updater:
         # the reference first: under LoRA it swaps adapter weights in and out
         reference = self._reference_scores(prompts, answers)
         entropy = self.objective.wants_entropy()
-        current = score(self.model, prompts, answers, self.pad_id, self.temperature, entropy)
+        current = self._score(self.model, prompts, answers, entropy)
         if self.mismatch is not None and not self.mismatch:  # before this update's first step
             self.mismatch.update(mismatch(rows, current))
         with blame(f"Objective {self.objective.name!r}, computing the loss of {len(items)} items,"):
@@ -209,7 +227,7 @@ class Updater:
         if not (self.objective.wants_reference() and self.reference and self.reference.exists):
             return None
         with self.reference.scoring() as model:
-            return score(model, prompts, answers, self.pad_id, self.temperature, False)
+            return self._score(model, prompts, answers, False)
 
     def _nonfinite(self, stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -286,9 +304,13 @@ def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
 # this many per pair of positions per head per layer. Measured with benchmarks/memory.py: 92
 # bytes per unit for SmolLM2-135M under LoRA (220 MB a 138-token row), and for a 2-layer GPT-2
 # of width 64 with 577-token rows 31 KB a token, which the two terms give (RESULTS.md, "Memory
-# bounded by default"). The automatic budget keeps a micro-batch near AUTO_BYTES.
+# bounded by default"). A row reading a shared prefix from the cache keeps its copy of the
+# cache's keys and values for the backward pass: this many bytes per cached position per unit
+# of width per layer (float32 keys and values, repeated to every head as attention reads
+# them), a twelfth of a token's cost. The automatic budget keeps a micro-batch near AUTO_BYTES.
 BYTES_PER_TOKEN_UNIT = 96
 BYTES_PER_PAIR = 8
+BYTES_PER_CACHED_UNIT = 8
 AUTO_BYTES = 320 << 20
 
 
@@ -311,29 +333,45 @@ class TokenBudget:
         return cls(None, int(width), int(depth), int(heads))
 
     def fits(self, rows: int, longest: int) -> bool:
+        """Whether ``rows`` rows of ``longest`` padded tokens, a row each, fit."""
+        return self.fits_passes([(rows, longest, 0)])
+
+    def fits_passes(self, passes: Sequence[Pass]) -> bool:
+        """Whether forward passes of (rows, padded tokens, cached positions each row reads)
+        fit: a token budget counts a cached position as the share of a token it costs."""
         if self.tokens is not None:
-            return rows * longest <= self.tokens
-        linear = rows * longest * self.width * self.depth * BYTES_PER_TOKEN_UNIT
-        pairs = rows * longest * longest * self.heads * self.depth * BYTES_PER_PAIR
-        return linear + pairs <= AUTO_BYTES
+            share = BYTES_PER_CACHED_UNIT / BYTES_PER_TOKEN_UNIT
+            return sum(n * (w + share * c) for n, w, c in passes) <= self.tokens
+        total = 0
+        for rows, width, cached in passes:
+            linear = rows * width * BYTES_PER_TOKEN_UNIT + rows * cached * BYTES_PER_CACHED_UNIT
+            pairs = rows * width * (cached + width) * self.heads * BYTES_PER_PAIR
+            total += (linear * self.width + pairs) * self.depth
+        return total <= AUTO_BYTES
 
 
-def pack_by_tokens(items: list[Any], budget: TokenBudget) -> list[list[Any]]:
+def pack_by_tokens(items: list[Any], budget: TokenBudget, shared: bool = False) -> list[list[Any]]:
     """``items`` in order, in micro-batches that fit ``budget``: every row of a micro-batch
-    (each item's samples: prompt and answer) padded to its longest. An item never splits (its
-    rows are one DPO pair or one legal move's menu); one over the budget alone is a
-    micro-batch of its own."""
+    (each item's samples: prompt and answer) padded to its longest, or with ``shared`` the
+    passes `score_shared` will run (a shared prompt once, each row after it). An item never
+    splits (its rows are one DPO pair or one legal move's menu); one over the budget alone is
+    a micro-batch of its own."""
     batches: list[list[Any]] = []
     current: list[Any] = []
-    rows = longest = 0
+    shape = Shape(share=shared)
     for item in items:
-        count = len(item.samples)
-        length = max(len(s.prompt_ids) + len(s.token_ids) for s in item.samples)
-        if current and not budget.fits(rows + count, max(longest, length)):
+        trial = _with(shape.copy(), item)
+        if current and not budget.fits_passes(trial.passes()):
             batches.append(current)
-            current, rows, longest = [], 0, 0
+            current, trial = [], _with(Shape(share=shared), item)
         current.append(item)
-        rows, longest = rows + count, max(longest, length)
+        shape = trial
     if current:
         batches.append(current)
     return batches
+
+
+def _with(shape: Shape, item: Any) -> Shape:
+    for sample in item.samples:
+        shape.add(sample.prompt_ids, sample.token_ids)
+    return shape
