@@ -214,9 +214,9 @@ def _score_passes(
         seen = torch.cat([seen, mask], dim=1)
         positions = lengths[:, None] + torch.arange(ids.shape[1], device=device)
         nodes = torch.arange(len(ids), device=device)[:, None]
+        inputs = {"position_ids": positions, "use_cache": True, kwarg: cache}
         with answer_positions(model, nodes, positions[:, :0]):  # no logits: only the cache
-            model(input_ids=ids, attention_mask=seen, position_ids=positions, use_cache=True,
-                  **{kwarg: cache})  # fmt: skip
+            model(input_ids=ids, attention_mask=seen, **inputs)
         if not _filled(cache, seen.shape[1]):
             raise _NoCache
         lengths = lengths + mask.sum(-1)
