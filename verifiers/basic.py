@@ -20,11 +20,15 @@ from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.answers import ParseError, find_statements, hedge_detail
+from selfplay.verifiers.answers import (
+    ParseError,
+    find_statements,
+    hedge_detail,
+    join_digit_groups,
+)
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?(?:/\d+)?")
 SPACES = re.compile(r"\s+")
-DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u2009\u202f](?=\d{3}(?!\d))")
 MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
 ASSIGNMENT = re.compile(r"^[A-Za-z]\s*=\s*")
 
@@ -100,7 +104,7 @@ def read_number(text: str) -> Fraction | None:
 
 def _number(answer: str) -> Fraction | None:
     answer = answer.translate(MINUS).replace("$", "").strip().removesuffix(".").strip()
-    answer = ASSIGNMENT.sub("", DIGIT_GROUP.sub("", answer))
+    answer = ASSIGNMENT.sub("", join_digit_groups(answer))
     if NUMBER.fullmatch(answer) is None:
         return None
     try:
