@@ -18,7 +18,7 @@ import time
 import pytest
 
 from selfplay.verifiers.answers import find_statements
-from selfplay.verifiers.basic import Numeric
+from selfplay.verifiers.basic import Exact, Numeric
 from selfplay.verifiers.math_verifier import MathVerifier
 
 TIMEOUT = 2.0
@@ -49,6 +49,9 @@ NESTED_WRONG = [
     (r"\(\boxed{2} + 1\)", "2"),
     (r"\[ 10 - \boxed{4} \]", "4"),
     (r"The answer is $x \geq \boxed{3}$.", "3"),
+    ("We get\n3 - \\boxed{1}\nas claimed.", "1"),
+    ("\\begin{equation}\n  3 - \\boxed{1}\n\\end{equation}", "1"),
+    (r"$\boxed{x^2} + C$", "x^2"),
 ]
 NESTED_RIGHT = [
     (r"\boxed{\boxed{5}}", "5"),
@@ -62,6 +65,11 @@ NESTED_RIGHT = [
     (r"$\boxed{7} \text{ cm}$", "7"),
     (r"\( \boxed{5} \) cm", "5"),
     ("The final answer is $\\boxed{5}$. I hope it is correct.", "5"),
+    ("The answers:\n- \\boxed{5}", "5"),
+    (r"The area is $\boxed{12}\ \text{cm}^2$.", "12"),
+    (r"$\boxed{12 \text{ cm}^2}$", "12"),
+    (r"$\boxed{5}\%$", "5"),
+    ("\\begin{align}\n  x &= 2 + 1 \\\\\n    &= \\boxed{3}\n\\end{align}", "3"),
 ]
 
 # 2. After a statement, prose may not offer another value.
@@ -80,6 +88,8 @@ PROSE_HEDGES = [
     ("\\boxed{12}\nEither way, 12 or 13.", "12"),
     (r"\boxed{2}" + " or" + " so" * 5000 + " 3", "2"),
     (r"\boxed{1/2} or \boxed{0.5}, or maybe 0.4", "1/2"),
+    ("Answer: 3, or \\boxed{2}", "2"),
+    (r"\boxed{2}, or someone might say two", "2"),
 ]
 PROSE_FINE = [
     (r"\boxed{\frac12} or \boxed{0.5}", "1/2"),
@@ -148,7 +158,16 @@ INFINITY_RIGHT = [
     ("(-inf, 3]", r"(-\infty, 3]"),
 ]
 
-# 5. Towers: refused at once, whatever the caller's hash seed.
+# 5. A statement longer than the cap as written is never read cut: padding that the
+# normalisation drops (LaTeX spacing, empty \text{}) used to push the tail past the cut.
+CUT = [
+    ("\\boxed{" + "\\," * 198 + "1234567}", "12345"),
+    ("Answer: " + "\\," * 198 + "1234567", "12345"),
+    ("\\boxed{" + "\\text{}" * 57 + "9876543}", "98"),
+    ("The final answer is " + "\\quad " * 66 + "98765432", "98765"),
+]
+
+# 6. Towers: refused at once, whatever the caller's hash seed.
 TOWERS = [
     "exp(exp(exp(exp(100))))",
     r"e^{e^{e^{100}}}",
@@ -224,6 +243,14 @@ def test_digit_groups_are_joined(verifier, case):
     assert timed(verifier, case[1], case[0]).status == "pass", case
 
 
+def test_the_exact_and_numeric_verifiers_fail_a_prose_hedge_too():
+    hedged = "The answer is $\\boxed{2}$, or possibly 3."
+    for checker in (Numeric(), Exact(extract_answer=True)):
+        verdict = checker.verify(hedged, "2")
+        assert verdict.status == "fail" and "hedges" in verdict.detail, verdict
+        assert checker.verify("The answer is $\\boxed{2}$.", "2").status == "pass"
+
+
 def test_the_numeric_verifier_reads_digit_groups_by_the_same_rule():
     numeric = Numeric()
     assert numeric.verify("0,500", "500").status == "fail"
@@ -250,6 +277,11 @@ def test_a_reference_that_is_not_a_number_is_an_error_never_a_pass(verifier, ref
 def test_infinity_in_any_spelling_is_infinity(verifier, case):
     assert timed(verifier, *case).status == "pass", case
     assert timed(verifier, case[1], case[0]).status == "pass", case
+
+
+@pytest.mark.parametrize("case", CUT, ids=range(len(CUT)))
+def test_a_statement_longer_than_the_cap_is_never_read_cut(verifier, case):
+    assert timed(verifier, *case).status == "fail", case
 
 
 @pytest.mark.parametrize("tower", TOWERS, ids=range(len(TOWERS)))

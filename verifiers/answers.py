@@ -1,43 +1,31 @@
 """Find the final answer in a model's text (shared by the math, exact and numeric verifiers).
 
-The extraction rule. A reply states its answer explicitly; its answer statements are
+The rules, with tables, are in docs/verifiers.md (section 1). A reply's answer statements:
 
-- the game's action, when the caller passes the game's answer format (``answer_pattern``,
-  e.g. the ``[...]`` span of the maths games): the last span of that format, as in every
-  game (earlier spans are working, not statements). A clarification request
-  (``[ask: ...]``) is a question, not an answer: a reply whose last span is one has none;
-- every ``\\boxed{...}`` and ``\\fbox{...}`` (also ``\\boxed {...}``, and ``\\boxed1``,
-  which boxes one character or command, as LaTeX reads it). A box inside a box is a
-  statement of its own, and the outer box states its whole content with the inner box read
-  as its content: ``\\boxed{\\boxed{3}}`` states 3 twice, ``\\boxed{3 - \\boxed{1}}``
-  states ``3 - 1`` and 1, which differ;
-- every line that states an answer: ``answer: ...``, ``answer is ...``, ``final answer:
-  ...``, ``the final answer is ...`` (its boxes read as their content there too, so
-  ``Answer: x \\ne \\boxed{3}`` states ``x \\ne 3`` and 3).
+- the game's action, when the caller passes its answer format (``answer_pattern``): the last
+  span of that format (earlier spans are working); a last span ``[ask: ...]`` is a question,
+  so the reply has no answer;
+- every ``\\boxed{...}`` and ``\\fbox{...}`` (``\\boxed {...}``; ``\\boxed1`` boxes one
+  character or command, as LaTeX reads it);
+- every answer line (``answer: ...``, ``answer is ...``, ``the final answer is ...``);
+- what holds a box: an outer box, an answer line, the maths (``$...$``, ``\\(...\\)``,
+  ``\\[...\\]``) around it, a short line; read with the box's content in its place
+  (``\\boxed{3 - \\boxed{1}}`` states ``3 - 1`` and 1), or as the box alone where the box is
+  one whole side of an equation (``$P(A) = \\boxed{1/2}$``). One that cannot be read is prose.
 
-The final answer is the action when there is one, else the box that closes last, else the
-last answer line; a reply with none of these that is a single line of at most ``SHORT_LINE_CHARS``
-characters is its own answer (whether it is one is then for the grammar to say). Anything
-else has no answer, however many numbers it mentions: a reward must never go to "the last
-number anywhere" (``"I cannot solve this.\\nSee page 1"`` holds no answer 1).
+The final answer is the action, else the box that closes last, else the last answer line,
+else a reply of one line of at most ``SHORT_LINE_CHARS`` characters; otherwise there is none,
+however many numbers the text mentions (never "the last number anywhere"). Every other
+statement must state the same value (the verifier decides, from ``Statements``), or the reply
+hedges. So does prose that offers another value: after a statement, up to the next one, a
+hedge word (``HEDGE_WORDS``) followed by a value (a digit, a number word, maths), as in ``The
+answer is $\\boxed{2}$, or possibly 3.`` (``Statements.hedge``); the working before the first
+statement is free.
 
-One final answer. Every other statement must state the same value as the final answer
-(``\\boxed{1/2}`` and ``Answer: 0.5`` agree); a reply that states different answers
-(``\\boxed{1} or \\boxed{2}``, two answer lines that differ) hedges and fails, whichever of
-them is right. Deciding "the same value" is the verifier's job, so this module hands it the
-final answer and the other statements (``Statements``).
-
-No other value in prose. After a statement, up to the next one or the end of the reply, a
-hedge word (``HEDGE_WORDS``: or, maybe, possibly, ...) followed by a value (a digit, a
-number word, or maths: ``$``, ``\\(``, a LaTeX command) offers another answer: ``The
-answer is $\\boxed{2}$, or possibly 3.`` hedges (``Statements.hedge``). The working before
-the first statement is free; a restatement goes in a statement of its own
-(``\\boxed{1/2} or \\boxed{0.5}``).
-
-The whole reply is read, however long, in time linear in its length: every pattern here
-is linear, braces are matched in one pass, a statement is cut at ``MAX_ANSWER_CHARS`` + 1
-characters (longer is not an answer anyway), and a reply with more than ``MAX_STATEMENTS``
-different statements, or ``MAX_STATEMENT_COUNT`` in all, holds no answer.
+The whole reply is read in time linear in its length: every pattern is linear, braces are
+matched in one pass, a statement is cut at ``MAX_ANSWER_CHARS`` + 1 characters, at most
+``MAX_ANSWER_CHARS`` either side of a box is looked at, and a reply with more than
+``MAX_STATEMENTS`` different statements, or ``MAX_STATEMENT_COUNT`` in all, holds no answer.
 """
 
 from __future__ import annotations
@@ -60,22 +48,25 @@ BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])[ \t]*")
 ASK = re.compile(r"\s*ask\s*:", re.IGNORECASE)
 COMMAND = re.compile(r"\\[A-Za-z]+|\\.")
 FLAT_BRACES = re.compile(r"\{[^{}]*\}")
+BRACES = re.compile(r"[{}]")
+BULLET = re.compile(r"^\s*[-*+\u2022]\s+")
 MATH_OPEN = re.compile(r"\$\$?|\\\(|\\\[")
 MATH_CLOSE = {"$": re.compile(r"\$"), "$$": re.compile(r"\$\$"), "\\(": re.compile(r"\\\)")}
 MATH_CLOSE["\\["] = re.compile(r"\\\]")
 SIDE_END = re.compile(r"[\s$.,;]*(?:\\[)\]][\s$.,;]*)?$")  # after a box that ends a statement
 EQUALS_BEFORE = re.compile(r"(?<![<>!=])=[\s$]*\Z")
 SPACES = re.compile(r"\s+")
+# Matched on lowered text (case-blind patterns are slow on long replies).
 HEDGE_WORDS = re.compile(
-    r"\b(?:or|maybe|possibly|perhaps|probably|either|alternatively|otherwise|unless)\b",
-    re.IGNORECASE,
+    r"\b(?:or|maybe|possibly|perhaps|probably|either|alternatively|otherwise|unless)\b"
 )
 NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
     "eighty ninety hundred thousand million billion half halves third thirds quarter quarters"
 )
-VALUE = re.compile(rf"\d|\$|\\[(\[A-Za-z]|\b(?:{'|'.join(NUMBER_WORDS.split())})\b", re.IGNORECASE)
+VALUE_MARK = re.compile(r"[\d$]|\\[(\[a-z]")  # a digit, or maths
+NUMBER_WORD = re.compile(rf"(?<![a-z0-9_])(?:{'|'.join(NUMBER_WORDS.split())})(?![a-z0-9_])")
 # A digit group is 1,000 or 12,345,678: a first group of one to three digits not starting
 # with 0, then groups of exactly three, all after the same separator (0,500 and 1,00 are not).
 SEPARATOR = r"(?:,|\{,\}|\\,|\\ |\\thinspace\s*|[\u00a0\u2007\u2009\u202f])"
@@ -124,7 +115,11 @@ def find_statements(
         raise ParseError(
             f"the reply states an answer more than {MAX_STATEMENT_COUNT} times; state it once."
         )
-    raw_lines = [_cut(m["answer"]) for m in matches] + _math_around_boxes(text, found)
+    boxed = [BOX.search(m["answer"], 0, MAX_ANSWER_CHARS + 1) is not None for m in matches]
+    plain = [m for m, has_box in zip(matches, boxed, strict=True) if not has_box]
+    holders = [_cut(m["answer"]) for m, has_box in zip(matches, boxed, strict=True) if has_box]
+    holders = [line for line in holders + _around_boxes(text, found) if _one_box(line)]
+    raw_lines = [_cut(m["answer"]) for m in plain] + holders
     read = _readings([box[2] for box in found if box[2] is not None] + raw_lines)
     boxes = [None if box[2] is None else read[box[2]] for box in found]
     lines = [read[line].strip() for line in raw_lines]
@@ -133,7 +128,9 @@ def find_statements(
     elif boxes:
         final = boxes[-1]
         if final is None:
-            raise ParseError("\\boxed{ is never closed.")
+            raise ParseError(
+                f"\\boxed{{ is never closed, or holds more than {MAX_ANSWER_CHARS} characters."
+            )
     elif lines:
         final = lines[-1]
     else:
@@ -144,9 +141,9 @@ def find_statements(
             "no answer found: give the answer as \\boxed{...}, on an 'answer: ...' line, "
             "or as the whole reply on one short line."
         )
-    spans = [(start, end) for end, start, _ in found] + [m.span() for m in matches]
+    spans = [(start, end) for end, start, _ in found] + [m.span() for m in plain]
     spans += [action[1]] if action is not None else []
-    hedge = _prose_hedge(text, spans) or next(filter(None, map(offered_value, read.values())), "")
+    hedge = _prose_hedge(text, spans) or _hedged_line(raw_lines[: len(plain)], holders, matches)
     seen = {_key(final)}
     other_boxes = _distinct(("\\boxed{" if box is None else box for box in boxes), seen)
     other_lines = _distinct(lines, seen)
@@ -190,11 +187,22 @@ def join_digit_groups(text: str) -> str:
 def offered_value(text: str, start: int = 0, end: int | None = None) -> str:
     """The part of ``text[start:end]`` from a hedge word followed by a value ("or possibly
     3"), or "" when there is none. Linear: the first hedge word is the only one to try."""
-    end = len(text) if end is None else end
-    hedge = HEDGE_WORDS.search(text, start, end)
-    if hedge is None or VALUE.search(text, hedge.end(), end) is None:
+    low = text[start:end].lower()
+    hedge = HEDGE_WORDS.search(low)
+    if hedge is None or not _holds_value(low, hedge.end(), len(low)):
         return ""
-    return SPACES.sub(" ", text[hedge.start() : min(end, hedge.start() + 60)]).strip()
+    return SPACES.sub(" ", text[start + hedge.start() : start + hedge.start() + 60]).strip()
+
+
+def _holds_value(low: str, start: int, end: int) -> bool:
+    """Whether ``low[start:end]`` (lowered) holds a digit, maths, or a number word."""
+    found = VALUE_MARK.search(low, start, end) or NUMBER_WORD.search(low, start, end)
+    return found is not None
+
+
+def prose_hedge_detail(offered: str) -> str:
+    """The verdict detail for a reply whose prose offers another value."""
+    return f"the reply hedges: it offers another value ({offered!r}); state one answer."
 
 
 def hedge_detail(values: list[str]) -> str:
@@ -227,51 +235,89 @@ def _action(
 
 def _boxes(text: str) -> list[tuple[int, int, str | None]]:
     """(end, start, content) of every box (of the first ``MAX_STATEMENT_COUNT`` + 1), by where
-    it ends: just past the closing brace; a box never closed has content None and ends with
+    it ends: just past the closing brace. A box not closed within ``MAX_ANSWER_CHARS`` + 1
+    characters (never closed, or too long to be an answer) has content None and ends with
     the text."""
     found: list[tuple[int, int, str | None]] = []
-    closing: dict[int, int] | None = None
     for start in itertools.islice(BOX.finditer(text), MAX_STATEMENT_COUNT + 1):
         begin = start.end()
-        if begin >= len(text):
-            found.append((len(text), start.start(), None))
-        elif text[begin] == "{":
-            simple = FLAT_BRACES.match(text, begin)  # most boxes hold no braces
-            if simple is not None:
-                end = simple.end() - 1
-            else:
-                closing = _matching_braces(text) if closing is None else closing
-                end = closing.get(begin, -1)
+        if text[begin : begin + 1] == "{":
+            end = _closing(text, begin, begin + MAX_ANSWER_CHARS + 2)
             if end < 0:
                 found.append((len(text), start.start(), None))
             else:
-                cut = min(end, begin + 2 + MAX_ANSWER_CHARS)
-                found.append((end + 1, start.start(), text[begin + 1 : cut]))
-        else:  # \boxed1, \boxed\pi: one character or one command, as LaTeX reads it
+                found.append((end + 1, start.start(), text[begin + 1 : end]))
+        elif begin < len(text):  # \boxed1, \boxed\pi: one character or command, as in LaTeX
             command = COMMAND.match(text, begin)
             content = command.group() if command else text[begin]
             found.append((begin + len(content), start.start(), content))
+        else:
+            found.append((len(text), start.start(), None))
     found.sort()
     return found
 
 
-def _math_around_boxes(text: str, boxes: list[tuple[int, int, str | None]]) -> list[str]:
-    """The maths (``$...$``, ``\\(...\\)``, ``\\[...\\]``) around each closed box, as far as
-    ``MAX_ANSWER_CHARS`` either side on its line: ``$3 - \\boxed{1}$`` states ``3 - 1``."""
+def _closing(text: str, begin: int, limit: int) -> int:
+    """The index of the ``}`` that closes the ``{`` at ``begin``, if it is before ``limit``."""
+    flat = FLAT_BRACES.match(text, begin, limit)  # most boxes hold no braces
+    if flat is not None:
+        return flat.end() - 1
+    depth = 0
+    for brace in BRACES.finditer(text, begin, limit):
+        depth += 1 if brace.group() == "{" else -1
+        if depth == 0:
+            return brace.start()
+    return -1
+
+
+def _hedged_line(plain: list[str], holders: list[str], matches: list[re.Match[str]]) -> str:
+    """What an answer line offers besides its answer: a hedge word followed by a value
+    (``answer: 2 or 3``), or, on a line that states its answer with one box, any hedge word
+    (``Answer: 3, or \\boxed{2}``)."""
+    offered = next(filter(None, map(offered_value, plain)), "")
+    answer_holders = {_cut(m["answer"]) for m in matches}
+    for line in holders:
+        hedge = HEDGE_WORDS.search(line.lower()) if line in answer_holders else None
+        if not offered and hedge is not None:
+            offered = SPACES.sub(" ", line[hedge.start() : hedge.start() + 60]).strip()
+    return offered
+
+
+def _one_box(statement: str) -> bool:
+    """Whether ``statement`` holds one box (with any boxes inside it), not several in a row."""
+    boxes = list(BOX.finditer(statement))
+    if not boxes:
+        return False
+    begin = boxes[0].end()
+    close = begin + 1  # \boxed1: one character
+    if statement[begin : begin + 1] == "{":
+        close = _matching_braces(statement).get(begin, len(statement))
+    return all(box.start() < close for box in boxes[1:])
+
+
+def _around_boxes(text: str, boxes: list[tuple[int, int, str | None]]) -> list[str]:
+    """What holds each closed box on its line: the maths (``$...$``, ``\\(...\\)``, ``\\[...\\]``)
+    around it, and the line itself when it is short enough to be an answer (a leading
+    Markdown bullet left out): ``$3 - \\boxed{1}$`` and a line ``3 - \\boxed{1}`` state 3 - 1.
+    Only ``MAX_ANSWER_CHARS`` either side of a box are looked at."""
     found = []
     for end, start, content in boxes:
         if content is None:
             continue
-        low = max(text.rfind("\n", 0, start) + 1, start - MAX_ANSWER_CHARS)
-        high = text.find("\n", end, end + MAX_ANSWER_CHARS)
-        high = min(len(text), end + MAX_ANSWER_CHARS) if high < 0 else high
+        reach = max(0, start - MAX_ANSWER_CHARS), min(len(text), end + MAX_ANSWER_CHARS)
+        newline = text.rfind("\n", reach[0], start)
+        low = newline + 1 if newline >= 0 else reach[0]
+        high = text.find("\n", end, reach[1])
+        high = reach[1] if high < 0 else high
+        whole_line = (newline >= 0 or low == 0) and text[high : high + 1] in ("", "\n")
+        if whole_line:
+            line = BULLET.sub("", text[low:high], count=1)
+            if len(line) <= MAX_ANSWER_CHARS:
+                found.append(line)
         openers = list(MATH_OPEN.finditer(text, low, start))
-        if not openers:
-            continue
-        opener = openers[-1]
-        closer = MATH_CLOSE[opener.group()].search(text, end, high)
-        if closer is not None:
-            found.append(_cut(text[opener.end() : closer.start()]))
+        closer = openers and MATH_CLOSE[openers[-1].group()].search(text, end, high)
+        if closer:
+            found.append(_cut(text[openers[-1].end() : closer.start()]))
     return found
 
 
@@ -308,14 +354,12 @@ def _prose_hedge(text: str, spans: list[tuple[int, int]]) -> str:
         gaps.append(text[reach:])
         ends.append(length + len(text) - reach)
     between = "".join(gaps)
-    checked = -1
-    for hedge in HEDGE_WORDS.finditer(between):
-        gap = bisect.bisect_right(ends, hedge.start())
-        if gap != checked:
-            checked = gap
-            offered = offered_value(between, hedge.start(), ends[gap])
-            if offered:
-                return offered
+    low, start = between.lower(), 0
+    while (hedge := HEDGE_WORDS.search(low, start)) is not None:
+        gap = bisect.bisect_right(ends, hedge.start())  # the gap it is in, looked at once
+        if _holds_value(low, hedge.end(), ends[gap]):
+            return SPACES.sub(" ", between[hedge.start() : hedge.start() + 60]).strip()
+        start = ends[gap]
     return ""
 
 

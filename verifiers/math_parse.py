@@ -41,7 +41,7 @@ import sympy
 
 from selfplay.verifiers import math_syntax as syntax
 from selfplay.verifiers import math_values as values
-from selfplay.verifiers.answers import ParseError, extract_answer
+from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError, extract_answer
 from selfplay.verifiers.math_syntax import (
     Percent,
     Relation,
@@ -64,7 +64,11 @@ def parse_answer(text: str, answer_pattern=None) -> Answer:
 
 
 def parse_span(span: str) -> Answer:
-    """The value of an answer span already extracted (``extract_answer``)."""
+    """The value of an answer span already extracted (``extract_answer``), which is at most
+    ``MAX_ANSWER_CHARS`` long as written: a longer one was cut, and a cut one is never read
+    (``\\boxed{\\,\\,...1234567}`` cut after 12345 is not 12345)."""
+    if len(span) > MAX_ANSWER_CHARS:
+        raise ParseError(f"the answer is longer than {MAX_ANSWER_CHARS} characters.")
     tokens = syntax.tokenize(syntax.normalise(span))
     percent = tokens[-1][1] in ("%", "\\%")
     value = Parser(tokens[:-1] if percent else tokens).parse()

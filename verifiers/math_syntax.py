@@ -15,8 +15,8 @@ Normalisation undoes the ways one answer is written differently, and nothing els
   one separator; ``0,500`` is the list 0, 500, and a plain space never groups);
 - ``\\text{...}``, ``\\mathrm{...}``, ``\\textbf{...}``, ``\\mbox{...}`` and friends give their
   content (``\\text{3}`` is 3);
-- a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ...) and a
-  final full stop are dropped; ``percent`` becomes ``%``.
+- a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ``cm^2``,
+  ...) and a final full stop are dropped; ``percent`` becomes ``%``.
 
 The tokeniser then accepts only numbers, the operators of the grammar, LaTeX commands (which
 the parser whitelists by name, from the vocabulary below) and ASCII letters; any other
@@ -74,7 +74,10 @@ UNITS = (
     "miles?|mph|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|years?|dollars?|"
     "cents?|euros?|pounds?|degrees?|units?|points?|people|students|ways|cubic|square|sq"
 )
-TRAILING_UNITS = re.compile(rf"(?<=[\d}}).\s])\s*(?:\b(?:{UNITS})\b\.?\s*)+$", re.IGNORECASE)
+UNIT_POWER = r"(?:\s*\^\s*\{?\s*[23]\s*\}?)?"  # cm^2, m^{3}
+TRAILING_UNITS = re.compile(
+    rf"(?<=[\d}}).\s])\s*(?:\b(?:{UNITS})\b{UNIT_POWER}\.?\s*)+$", re.IGNORECASE
+)
 PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|percentage|pct)\b\s*$", re.IGNORECASE)
 
 TOKEN = re.compile(

@@ -33,6 +33,7 @@ from selfplay.verifiers.answers import (
     extract_answer,
     find_statements,
     hedge_detail,
+    prose_hedge_detail,
 )
 from selfplay.verifiers.math_equivalence import same
 from selfplay.verifiers.math_parse import parse_span
@@ -113,11 +114,11 @@ def compare(
     except (ParseError, *CANDIDATE_FAULTS) as err:
         return "error", f"the reference answer cannot be read: {err}"
     if hedge:
-        return "fail", f"the reply hedges: it offers another value ({hedge!r}); state one answer."
+        return "fail", prose_hedge_detail(hedge)
     try:
         answer = real_symbols(parse_span(final))
     except ParseError as err:
-        if HEDGE_WORDS.search(final):
+        if HEDGE_WORDS.search(final.lower()):
             return "fail", f"the answer {final[:40]!r} hedges; state exactly one final answer."
         return "fail", f"no readable answer: {err}"
     except CANDIDATE_FAULTS as err:
