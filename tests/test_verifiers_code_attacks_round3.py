@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from selfplay.verifiers import code_sandbox
+from selfplay.verifiers import sandbox_confine as confine
 from selfplay.verifiers.code_sandbox import Call, Limits, isolation, run_calls
 
 CAP_MB = 32
@@ -159,6 +160,44 @@ ORDINARY = {
 def needs_the_filter() -> None:
     if not isolation()["seccomp"]:
         pytest.skip("this machine's architecture has no seccomp filter here")
+
+
+def _run_filter(program: list, arch: int, number: int, flags: int = 0) -> int:
+    """What the seccomp filter returns for a call (a small BPF interpreter)."""
+    pc, loaded = 0, 0
+    while program[pc].code != confine.RET:
+        step = program[pc]
+        if step.code == confine.LD_ABS:
+            loaded, pc = {4: arch, 0: number, 16: flags}[step.k], pc + 1
+            continue
+        taken = {
+            confine.JEQ: loaded == step.k,
+            confine.JGE: loaded >= step.k,
+            confine.JSET: bool(loaded & step.k),
+        }[step.code]
+        pc += 1 + (step.jt if taken else step.jf)
+    return program[pc].k
+
+
+@pytest.mark.parametrize("machine", list(confine.ARCHES))
+@pytest.mark.parametrize("processes", [False, True])
+def test_the_filter_refuses_exactly_its_calls_on_every_architecture(machine, processes):
+    arch, clone, fork, vfork, clone3 = confine.ARCHES[machine]
+    program = confine._filter(machine, processes)
+    eperm, allow = confine.ERRNO | confine.EPERM, confine.ALLOW
+    refused = set(confine.DENIED[machine].values())
+    assert {"memfd_create", "shmget", "msgget", "mount"} <= set(confine.DENIED[machine])
+    for number in range(1024):
+        expected = eperm if number in refused else allow
+        if not processes and number in (fork, vfork):
+            expected = eperm
+        if not processes and number == clone3:
+            expected = confine.ERRNO | confine.ENOSYS
+        if not processes and number == clone:
+            assert _run_filter(program, arch, number, confine.CLONE_THREAD) == allow
+            expected = eperm  # a new process, not a thread
+        assert _run_filter(program, arch, number) == expected, (machine, number)
+    assert _run_filter(program, arch + 1, 0) == eperm  # another architecture's calls
 
 
 @pytest.mark.parametrize("name", list(HIDDEN))

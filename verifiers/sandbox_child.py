@@ -32,7 +32,6 @@ calls returned these plain values". Expected values never enter this process.
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import os
 import resource
@@ -173,13 +172,12 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def _sibling(name: str):
-    """A module of this folder, loaded from its file (the package is not imported)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A module of this folder, imported from it (the package itself is not imported)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return __import__(name)
+    finally:
+        del sys.path[0]
 
 
 def main(config: dict) -> None:

@@ -27,7 +27,6 @@ import os
 import platform
 import stat
 import sys
-from pathlib import Path
 
 MAX_FILES = 4096
 MAX_WATCHED_FILES = 10_000
@@ -47,7 +46,7 @@ def mount_scratch(folder: str, megabytes: int) -> None:
 # ---- the disk cap without namespaces: a watch, run by the parent ---------------------------
 
 
-def over_disk(folder: Path, megabytes: int, pid: int) -> bool:
+def over_disk(folder: str | os.PathLike, megabytes: int, pid: int) -> bool:
     """Whether ``folder``, with the files without a name that the run's processes hold open
     (unlinked while open), holds more than ``megabytes`` MiB or ``MAX_WATCHED_FILES``
     entries."""
@@ -96,7 +95,8 @@ def unnamed_bytes(pid: int) -> int:
 
 def children(pid: int) -> list[int]:
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        with open(f"/proc/{pid}/task/{pid}/children") as file:
+            text = file.read()
     except OSError:
         return []
     return [int(child) for child in text.split()]
@@ -247,29 +247,24 @@ class _SockFprog(ctypes.Structure):
 def _filter(machine: str, processes: bool) -> list:
     """BPF: the ``DENIED`` calls fail with EPERM; without ``processes``, fork/vfork/clone
     without CLONE_THREAD too, and clone3 with ENOSYS (libc then falls back to clone, so
-    threads still start); other architectures' calls are denied."""
+    threads still start); other architectures' calls are denied. The call number is looked
+    up by binary search: every system call of the run passes through the filter."""
     arch, clone, fork, vfork, clone3 = ARCHES[machine]
-    deny, allow, nosys = "deny", "allow", "nosys"
+    special = dict.fromkeys(DENIED[machine].values(), "deny")
+    if not processes:
+        special |= {fork: "deny", vfork: "deny", clone3: "nosys", clone: "clone"}
+    special.pop(0xFFFFFFFF, None)  # fork and vfork do not exist on aarch64
     program = [
         ("", LD_ABS, 4, None, None),  # seccomp_data.arch
-        ("", JEQ, arch, None, deny),
+        ("", JEQ, arch, None, "deny"),
         ("", LD_ABS, 0, None, None),  # seccomp_data.nr
-        ("", JGE, 0x40000000, deny, None),  # x32 system calls
-        *(("", JEQ, number, deny, None) for number in sorted(DENIED[machine].values())),
-    ]
-    if not processes:
-        program += [
-            ("", JEQ, clone3, nosys, None),
-            ("", JEQ, fork, deny, None),
-            ("", JEQ, vfork, deny, None),
-            ("", JEQ, clone, None, allow),
-            ("", LD_ABS, 16, None, None),  # low word of the first argument: clone flags
-            ("", JSET, CLONE_THREAD, allow, deny),
-        ]
-    program += [
-        (allow, RET, ALLOW, None, None),
-        (deny, RET, ERRNO | EPERM, None, None),
-        (nosys, RET, ERRNO | ENOSYS, None, None),
+        ("", JGE, 0x40000000, "deny", None),  # x32 system calls
+        *_search(sorted(special.items()), ""),
+        ("clone", LD_ABS, 16, None, None),  # low word of the first argument: clone flags
+        ("", JSET, CLONE_THREAD, "allow", "deny"),
+        ("allow", RET, ALLOW, None, None),
+        ("deny", RET, ERRNO | EPERM, None, None),
+        ("nosys", RET, ERRNO | ENOSYS, None, None),
     ]
     where = {label: index for index, (label, *_) in enumerate(program) if label}
 
@@ -279,6 +274,23 @@ def _filter(machine: str, processes: bool) -> list:
     return [
         _SockFilter(code, hop(jt, pc), hop(jf, pc), k)
         for pc, (_, code, k, jt, jf) in enumerate(program)
+    ]
+
+
+def _search(entries: list[tuple[int, str]], label: str, name: str = "n") -> list[tuple]:
+    """Instructions jumping to each entry's target for its call number, else to "allow"; the
+    first is labelled ``label`` (``name`` keeps the labels inside unique)."""
+    if len(entries) <= 3:
+        last = len(entries) - 1
+        return [
+            (label if i == 0 else "", JEQ, number, target, "allow" if i == last else None)
+            for i, (number, target) in enumerate(entries)
+        ]
+    middle, right = len(entries) // 2, f"{name}>"
+    return [
+        (label, JGE, entries[middle][0], right, None),
+        *_search(entries[:middle], "", f"{name}<"),
+        *_search(entries[middle:], right, right),
     ]
 
 
