@@ -13,8 +13,8 @@ imports it to say which protections a machine gives (``isolation``).
   6) no signals to processes outside the sandbox. A Landlock domain also cannot mount.
 - ``apply_filter``: a seccomp filter, always installed where the architecture is supported.
   Storage that no folder shows is refused (``memfd_create``, ``memfd_secret``, System V
-  shared memory and message queues: one program held 900 MiB in memfd files the disk cap
-  never saw), as are mounts of its own (``mount`` and the new mount API); and, unless
+  shared memory and message queues, kernel keyrings: one program held 900 MiB in memfd files
+  the disk cap never saw), as are mounts of its own (``mount`` and the new mount API); and, unless
   subprocesses are allowed, creating a process (threads still work). Each fails with EPERM.
 - ``over_disk``: without namespaces, the parent's watch of the disk cap: the working folder
   and the files without a name that the run's processes hold open.
@@ -226,6 +226,8 @@ DENIED = {
 }
 DENIED["x86_64"] |= {"umount2": 166, "pivot_root": 155, **NEW_MOUNT_API}
 DENIED["aarch64"] |= {"umount2": 39, "pivot_root": 41, **NEW_MOUNT_API}
+DENIED["x86_64"] |= {"add_key": 248, "request_key": 249, "keyctl": 250}  # keyrings hold data
+DENIED["aarch64"] |= {"add_key": 217, "request_key": 218, "keyctl": 219}
 LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
 ALLOW, ERRNO = 0x7FFF0000, 0x00050000
 EPERM, ENOSYS, CLONE_THREAD = 1, 38, 0x00010000
