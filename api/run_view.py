@@ -30,9 +30,10 @@ class RunView:
     """What a plug-in may read of a run, and ask of it.
 
     ``folder`` is the run folder on process 0 and None on the others (only process 0 writes);
-    ``iteration`` is the iteration being run (0 before the first); ``resumed`` says whether
-    the run continues from a checkpoint; ``rank`` is this process's number (0 to
-    ``world_size - 1``). ``policy(holder)`` turns a seat-holder name
+    ``iteration`` is the iteration being run (0 before the first); ``last`` says whether it is
+    the run's last (its iteration count or time limit reached; known from ``on_iteration_end``
+    on); ``resumed`` says whether the run continues from a checkpoint; ``rank`` is this
+    process's number (0 to ``world_size - 1``). ``policy(holder)`` turns a seat-holder name
     (``learner``, ``scripted:random``, ``snapshot:5``) into its policy; ``barrier()`` waits for
     every process; ``say(text)`` prints a line on the console of process 0;
     ``reset_optimizer()`` forgets the optimiser's moments (after restoring older weights).
@@ -47,6 +48,7 @@ class RunView:
     sampler: OpponentSampler
     folder: Path | None = None
     iteration: int = 0
+    last: bool = False
     resumed: bool = False
     is_main: bool = True
     rank: int = 0
@@ -57,6 +59,6 @@ class RunView:
     reset_optimizer: Callable[[], None] = _nothing
     learners: dict[str, Policy] = dataclasses.field(default_factory=dict)
 
-    def at(self, iteration: int) -> RunView:
-        """The same view at another iteration."""
-        return dataclasses.replace(self, iteration=iteration)
+    def at(self, iteration: int, last: bool = False) -> RunView:
+        """The same view at another iteration (``last``: the run's last)."""
+        return dataclasses.replace(self, iteration=iteration, last=last)

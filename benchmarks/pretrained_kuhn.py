@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from selfplay.core.commands.play import load_checkpoint_policy, run_config
-from selfplay.core.evaluate import evaluate, task_metrics
+from selfplay.core.evaluate import eval_seed, evaluate, task_metrics
 from selfplay.core.models.policy_table import policy_table
 from selfplay.core.run.build import build_game, build_learner
 from selfplay.games.math_solver import MathSolver
@@ -43,7 +43,7 @@ def measure(policy: Any, config: Any, matches: int, problems: int, math_tokens: 
     played = policy.choice
     for choice in dict.fromkeys((played, "free")):
         policy.choice = choice
-        results = evaluate(game, policy, matches=matches, seed=config.seed + 7919)
+        results = evaluate(game, policy, matches=matches, seed=eval_seed(config.seed))
         for opponent, result in results.items():
             metrics = result.as_metrics(prefix=f"{choice}")
             for name in ("win_rate", "mean_payoff", "invalid_rate"):

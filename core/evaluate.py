@@ -28,6 +28,16 @@ from selfplay.api.types import Completion, Episode, Role
 from selfplay.core.rollout import play, seatings_for
 from selfplay.core.stats import wilson
 
+#: The evaluation's seeds lie this far from the run's own (``eval_seed``), so the matches it
+#: plays are never the matches the run trained on; a run and `selfplay eval` of its checkpoint
+#: must agree on it to meet the same deals.
+EVAL_SEED_OFFSET = 7919
+
+
+def eval_seed(run_seed: int) -> int:
+    """The first seed the evaluations (and held-out tasks) of a run with ``run_seed`` play."""
+    return run_seed + EVAL_SEED_OFFSET
+
 
 @dataclass(frozen=True)
 class EvalResult:

@@ -24,13 +24,14 @@ its weight: weight 0 makes a reward a pure metric (it never turns a missing scor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
 from selfplay.api.errors import blame
+from selfplay.api.estimator import Reduce
 from selfplay.api.reward import EpisodeScores, Reward, RewardContext, RewardError
 from selfplay.api.types import Episode, Role
 
@@ -42,7 +43,6 @@ TERM_KEYS = ("name", "weight", "role", "options")
 EPS = 1e-6
 MAX_WEIGHT = 1e6  # larger weights are refused when the expression is read
 Mode = Literal["sum", "normalize"]
-Reduce = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -81,3 +83,13 @@ def test_existing_run_folder_is_not_overwritten(tmp_path, capsys):
     assert main(args) == 0
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_version_imports_neither_torch_nor_transformers():
+    code = (
+        "import sys; from selfplay.core.commands.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines() == ["selfplay 0.1.0", "[]"], out.stderr

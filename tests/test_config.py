@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
 from selfplay.core.run.build import build_game, build_sampler
 from selfplay.core.run.config_loader import build_config
@@ -80,13 +81,40 @@ def test_fixed_opponent_needs_a_player():
 
 def test_the_rollout_section_keeps_older_checkpoints_resumable():
     """A key added later leaves the config hash alone while it holds its default."""
-    from selfplay.core.run.checkpoint import LATER_KEYS, config_hash
+    from selfplay.core.run.checkpoint import config_hash
 
     data = RunConfig().model_dump(mode="json")
-    assert LATER_KEYS["rollout"] == data["rollout"]
     older = {k: v for k, v in data.items() if k not in ("rollout", "recipe")}
     older["train"] = {k: v for k, v in data["train"].items() if k != "micro_batch_tokens"}
     older["hardware"] = {k: v for k, v in data["hardware"].items() if k != "malloc_trim"}
     assert config_hash(data) == config_hash(older)
     served = {**data, "rollout": {**data["rollout"], "workers": 1}}
     assert config_hash(served) != config_hash(data)
+
+
+def test_a_checkpoints_settings_agree_with_a_resume_by_one_rule_from_the_schema():
+    from selfplay.core.config.changes import differences, resumable
+
+    now = RunConfig().model_dump(mode="json")
+    older = {k: v for k, v in now.items() if k != "rollout"}  # written before rollout existed
+    assert differences(older, now) == []
+    served = {**now, "rollout": {**now["rollout"], "workers": 1}}
+    assert differences(older, served) == [
+        "rollout: (absent) in the checkpoint, " + repr(served["rollout"]) + " now"
+    ]
+    faster = {**now, "train": {**now["train"], "lr": 1.0}, "threads": 1, "minutes": 5.0}
+    faster["train"]["micro_batch_tokens"] = 512
+    assert differences(now, faster) == ["train.lr: 0.0001 in the checkpoint, 1.0 now"]
+    assert resumable("learners.solver.train.micro_batch_size") and resumable("logger_options.x")
+    assert not resumable("train.lr") and not resumable("learners.solver.train.lr")
+
+
+def test_a_misspelt_key_suggests_the_right_one_and_describes_every_key(capsys):
+    assert main(["run", "--set", "lora.r=2"]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "Unknown config key 'lora.r'. Did you mean 'lora.rank'?" in error
+    assert "lora.rank: Rank r of each adapter's update" in error
+    assert main(["run", "--set", "iteratons=2"]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "Did you mean 'iterations'?" in error and "iterations: Total iterations" in error
+    assert "cold_start: Supervised warm-up" in error  # a section: its doc and its keys

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pytest
 from rich.console import Console
 
 from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
-from selfplay.core.evaluate import EvalResult, eval_seeds, evaluate, summary_table
+from selfplay.core.evaluate import EvalResult, eval_seeds, evaluate, summary_table, tasks_table
 from selfplay.core.rollout import play
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.tictactoe import TicTacToe
@@ -119,3 +120,24 @@ def test_summary_table_shows_before_and_after():
         ("minimax", "before", "1.00"), ("", "after", "0.00"),
     ]  # fmt: skip
     assert isinstance(after["random"], EvalResult)
+
+
+def rendered(table) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(table)
+    return console.file.getvalue()
+
+
+def test_the_tasks_table_shows_pass_at_n_and_intervals():
+    before = {"eval/held_out/accuracy": 0.25, "eval/held_out/tasks": 20.0}
+    before |= {"eval/held_out/void": 0.0, "eval/held_out/pass@4": 0.5}
+    after = {**before, "eval/held_out/accuracy": 0.5, "eval/held_out/pass@4": 0.75}
+    text = rendered(tasks_table(before, after))
+    assert "pass@4" in text and "0.50 [0.30, 0.70] → 0.75" in text
+    assert "0.25 [0.11, 0.47] → 0.50 [0.30, 0.70]" in text
+
+
+def test_the_evaluation_table_gives_both_rates_an_interval():
+    result = EvalResult("random", 10, 4, 2, 4, 0, 0.4, 0.6, (0.17, 0.69), (0.31, 0.83), 0, 3, 0)
+    text = rendered(summary_table({"random": result}, {"random": result}))
+    assert "0.40 [0.17, 0.69]" in text and "0.60 [0.31, 0.83]" in text

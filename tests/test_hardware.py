@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +21,7 @@ from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.hardware import (
     build_fabric,
     cpu_has_bf16_units,
+    decide_threads,
     frozen_heap,
     gradient_clipper,
 )
@@ -118,3 +121,36 @@ def test_frozen_heap_leaves_the_collector_as_it_found_it():
     with pytest.raises(RuntimeError), frozen_heap():
         raise RuntimeError("a failed run unfreezes too")
     assert gc.get_freeze_count() == before
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "said"),
+    [("fsdp", "FSDP shards every weight"), ("dpp", "Did you mean ddp?")],
+)
+def test_an_unsupported_or_misspelt_strategy_exits_2_with_a_sentence(strategy, said, capsys):
+    assert main(["run", "--strategy", strategy, "--out", "/nonexistent/never"]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert said in error and "deepspeed_stage_2" in error and "Traceback" not in error
+
+
+def test_threads_are_decided_in_one_place_and_a_busy_machine_is_named():
+    assert decide_threads(0, 2, 0.4) == (2, None)
+    threads, note = decide_threads(0, 2, 9.5)
+    assert threads == 2 and "busy (load 9.5 on 2 usable cores)" in note
+    assert decide_threads(1, 2, 9.5)[0] == 1
+    callers = [
+        path.relative_to(ROOT)
+        for path in (ROOT / "core").rglob("*.py")
+        if "set_num_threads(" in path.read_text()
+    ]
+    assert callers == [Path("core/run/hardware.py")]
+
+
+def test_the_command_sets_a_passive_wait_policy_unless_the_user_chose_one(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert main(["games", "--json"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert main(["games", "--json"]) == 0 and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from selfplay.core.train import state
+from selfplay.core import memory
 
 
 class FakeGlibc:
@@ -27,18 +27,18 @@ class FakeGlibc:
         return SimpleNamespace(fordblks=self.free)
 
 
-def processes(glibc: object | None) -> state.Processes:
-    made = state.Processes(SimpleNamespace(global_rank=0, world_size=1), trim=False)
+def heap(glibc: object | None) -> memory.Heap:
+    made = memory.Heap(trim=False)
     made.glibc = glibc
     return made
 
 
 def test_free_heap_goes_back_only_beyond_what_glibc_may_keep():
-    kept = FakeGlibc(state.KEEP_FREE_BYTES - 1)
-    processes(kept).release()
+    kept = FakeGlibc(memory.KEEP_FREE_BYTES - 1)
+    heap(kept).release()
     assert kept.trims == 0
-    beyond = FakeGlibc(state.KEEP_FREE_BYTES + 1)
-    run = processes(beyond)
+    beyond = FakeGlibc(memory.KEEP_FREE_BYTES + 1)
+    run = heap(beyond)
     run.release()
     with run.updating():
         pass
@@ -47,21 +47,32 @@ def test_free_heap_goes_back_only_beyond_what_glibc_may_keep():
 
 def test_the_mmap_threshold_is_lowered_only_in_an_update_of_several_passes():
     glibc = FakeGlibc(0)
-    run = processes(glibc)
+    run = heap(glibc)
     with run.updating():  # one backward pass: nothing between passes
         pass
     assert glibc.mallopts == []
     with run.updating():
         run.release()  # between the first and second pass, and the second and third
         run.release()
-    lowered = (state.M_MMAP_THRESHOLD, state.UPDATE_MMAP_THRESHOLD)
-    assert glibc.mallopts == [lowered, (state.M_MMAP_THRESHOLD, state.LARGEST_MMAP_THRESHOLD)]
+    lowered = (memory.M_MMAP_THRESHOLD, memory.UPDATE_MMAP_THRESHOLD)
+    assert glibc.mallopts == [lowered, (memory.M_MMAP_THRESHOLD, memory.LARGEST_MMAP_THRESHOLD)]
     run.release()  # after a rollout
     assert len(glibc.mallopts) == 2
 
 
-def test_without_malloc_trim_nothing_is_called():
-    processes(None).release()  # hardware.malloc_trim=false, or not glibc
+def test_without_malloc_trim_nothing_is_called(monkeypatch):
+    """hardware.malloc_trim=false: glibc is never loaded, so a heap far beyond what it may
+    keep is left alone; the same heap with malloc_trim on is trimmed."""
+    fake = FakeGlibc(memory.KEEP_FREE_BYTES * 4)
+    monkeypatch.setattr(memory, "_glibc", lambda: fake)
+    untouched = memory.Heap(trim=False)
+    untouched.release()
+    with untouched.updating():
+        untouched.release()
+    assert untouched.glibc is None
+    assert (fake.trims, fake.mallopts) == (0, [])
+    memory.Heap(trim=True).release()
+    assert fake.trims == 1
 
 
 def resident_bytes() -> int:
@@ -69,12 +80,12 @@ def resident_bytes() -> int:
         return int(handle.read().split()[1]) * 4096
 
 
-@pytest.mark.skipif(state._glibc() is None, reason="glibc only")
+@pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
 def test_a_real_heap_that_freed_more_than_it_may_keep_shrinks():
-    glibc = state._glibc()
+    glibc = memory._glibc()
     blocks = [torch.ones(16_000) for _ in range(6_000)]  # 64 KB each, from the heap: 384 MB
     before = resident_bytes()
     del blocks
-    assert state._free_heap_bytes(glibc) > state.KEEP_FREE_BYTES
-    processes(glibc).release()
+    assert memory._free_heap_bytes(glibc) > memory.KEEP_FREE_BYTES
+    heap(glibc).release()
     assert resident_bytes() < before - 200 * 2**20

@@ -12,7 +12,7 @@ from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
-from selfplay.core.models.kv_cache import PreallocatedLayer
+from selfplay.core.models.kv_cache import PreallocatedLayer, shared_prefix_length
 from selfplay.core.models.tiny import build_tiny, save_tiny
 from selfplay.games.tictactoe import TicTacToe
 
@@ -189,10 +189,10 @@ def test_a_forward_context_runs_sampling_in_bf16_with_fp32_logprobs():
 
 
 def test_shared_prefix_leaves_every_row_a_token_of_its_own():
-    assert hf_policy._shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3]]) == 2
-    assert hf_policy._shared_prefix_length([[1, 2], [1, 2]]) == 1
-    assert hf_policy._shared_prefix_length([[7, 2], [1, 2]]) == 0
-    assert hf_policy._shared_prefix_length([[5, 6, 7]]) == 2
+    assert shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3]]) == 2
+    assert shared_prefix_length([[1, 2], [1, 2]]) == 1
+    assert shared_prefix_length([[7, 2], [1, 2]]) == 0
+    assert shared_prefix_length([[5, 6, 7]]) == 2
 
 
 def test_a_model_in_training_mode_samples_in_eval_mode_and_is_restored(lively):

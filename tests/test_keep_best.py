@@ -1,5 +1,5 @@
 """``pool.keep_best``: each new snapshot plays the pool, and a snapshot that falls below the
-pool's best puts the learner back to the best one's weights (core/train/league.py)."""
+pool's best puts the learner back to the best one's weights (core/league/league.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import torch
 
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
+from selfplay.core.league.league import best_member, leader
+from selfplay.core.league.snapshots import SnapshotError, SnapshotStore
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.run.build import build_learner
 from selfplay.core.run.config_loader import build_config
-from selfplay.core.train.league import best_member, leader
-from selfplay.core.train.snapshots import SnapshotError, SnapshotStore
 from tests.test_loop import selfplay
 
 QUICK = [

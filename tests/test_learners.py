@@ -16,7 +16,7 @@ from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import learner_config
+from selfplay.core.config.learners import learner_config
 from selfplay.core.run.config_loader import build_config, learner_flags
 from selfplay.core.run.recipes import resolve
 from selfplay.core.run.trainer import train
@@ -146,8 +146,7 @@ def test_a_learners_setting_its_own_objective_reads_is_kept():
 
 
 def test_a_learners_setting_added_later_does_not_block_an_older_run_folder():
-    from selfplay.core.run import checkpoint
-    from selfplay.core.run.resume import same_settings
+    from selfplay.core.config.changes import differences
 
     given = ["learners.proposer.roles=[proposer]", "learners.solver.train={lr: 3.0e-5}"]
     now = build_config(None, {"game": "math-proposer-solver"}, given).model_dump(mode="json")
@@ -158,13 +157,15 @@ def test_a_learners_setting_added_later_does_not_block_an_older_run_folder():
         return settings
 
     older = without_lr_min(now)
-    assert same_settings(checkpoint.config_hash(older), now, older)
+    assert differences(older, now) == []
     changed = json.loads(json.dumps(now))
     changed["learners"]["solver"]["train"]["lr"] = 1e-4
-    assert not same_settings(checkpoint.config_hash(older), changed, older)
+    assert differences(older, changed) == [
+        "learners.solver.train.lr: 3e-05 in the checkpoint, 0.0001 now"
+    ]
     changed = json.loads(json.dumps(now))
     changed["learners"]["solver"]["train"]["lr_min"] = 1e-6  # set, not a default: it counts
-    assert not same_settings(checkpoint.config_hash(older), changed, older)
+    assert differences(older, changed)
 
 
 def test_a_judge_must_name_which_learner(tmp_path, capsys):

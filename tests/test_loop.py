@@ -106,7 +106,7 @@ def test_resume_refuses_changed_settings(tmp_path):
     assert out.returncode == 2 and "config.yaml" in out.stderr
 
 
-def test_a_resume_may_set_a_new_time_limit_and_nothing_else(tmp_path):
+def test_a_resume_may_set_a_new_time_limit_and_nothing_that_changes_training(tmp_path):
     run = tmp_path / "t"
     first = selfplay(
         "run", *TINY, "--iterations", "3", "--set", "minutes=0.00001", "--out", str(tmp_path),
@@ -115,13 +115,26 @@ def test_a_resume_may_set_a_new_time_limit_and_nothing_else(tmp_path):
     assert first.returncode == 0, first.stderr
     assert len(losses(run)) == 1  # the limit stopped it after one iteration
     refused = selfplay("run", "--resume", str(run), "--set", "minutes=60", "--set", "matches=4")
-    assert refused.returncode == 2 and "--set minutes=N may change" in refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 2 and "may change only what does not change what" in said
+    assert "(also given: matches)" in said and "train.micro_batch_tokens" in said
     bad = selfplay("run", "--resume", str(run), "--set", "minutes=-1")
     assert bad.returncode == 2 and "'minutes'" in bad.stderr
     assert "cp " not in bad.stderr  # the saved config.yaml is fine: no repair to suggest
     again = selfplay("run", "--resume", str(run), "--set", "minutes=60")
     assert again.returncode == 0, again.stderr
     assert sorted(losses(run)) == [1, 2, 3]  # one leg to the end: the new limit applied
+
+
+def test_a_resume_may_lower_the_micro_batch_budget_as_the_out_of_memory_advice_says(tmp_path):
+    run = tmp_path / "m"
+    first = selfplay("run", *TINY, "--iterations", "1", "--out", str(tmp_path), "--name", "m")
+    assert first.returncode == 0, first.stderr
+    again = selfplay(
+        "run", "--resume", str(run), "--iterations", "2", "--set", "train.micro_batch_tokens=64"
+    )
+    assert again.returncode == 0, again.stderr
+    assert sorted(losses(run)) == [1, 2]
 
 
 def test_a_checkpoint_that_hashed_its_time_limit_resumes_with_a_new_one(tmp_path, monkeypatch):

@@ -6,7 +6,11 @@ margin, SPIN's reference side); SFT's loss, its keep filter and STaR's rationali
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -157,3 +161,11 @@ def test_a_failed_hinted_answer_is_not_kept():
                       state={"hinted_turns": [1]})  # fmt: skip
     data = IterationData([sample(0.0, turn=0), sample(0.0, turn=1)], episodes=[episode])
     assert SFT(keep="pass", rationalize=True).prepare(data) == []
+
+
+def test_objectives_are_listed_with_pg():
+    env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": ""}
+    command = [sys.executable, "-m", "selfplay.core.commands.cli", "objectives", "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pg" in {row["name"] for row in json.loads(out.stdout)}

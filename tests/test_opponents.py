@@ -179,10 +179,10 @@ def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
 def test_latest_can_seat_the_learner_playing_greedily_and_only_its_sampled_seat_trains():
     from selfplay.api.policy import Request
     from selfplay.api.sampler import GREEDY_LEARNER
+    from selfplay.core.league.seating import Seats, seat_matches
     from selfplay.core.models.tiny import load_tiny_policy
     from selfplay.core.rollout import play
     from selfplay.core.train.samples import episode_samples
-    from selfplay.core.train.seating import Seats, seat_matches
     from selfplay.games.tictactoe import TicTacToe
     from selfplay.opponents.basic import Latest
 

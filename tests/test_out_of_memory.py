@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from selfplay.core.commands.cli import main
+from selfplay.core.memory import out_of_memory
 from selfplay.core.train import rollouts, update
-from selfplay.core.train.state import out_of_memory
 
 SMALL = ["--cold-start", "5", "--matches", "8", "--set", "eval.matches=2", "--set", "threads=1"]
 CPU_FAILURE = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 547444224 bytes."
@@ -40,9 +40,12 @@ def test_an_update_that_cannot_allocate_names_its_setting_and_keeps_the_checkpoi
     said = " ".join(capsys.readouterr().err.split())
     assert "The update ran out of memory" in said and "can't allocate memory" in said
     assert "train.micro_batch_tokens (now auto)" in said
-    assert "iter-000001" in said and "--resume" in said  # what the folder keeps
     assert (tmp_path / "m" / "checkpoints" / "iter-000001").is_dir()
     assert "Traceback" not in said
+    advice = f"selfplay run --resume {tmp_path / 'm'} --set train.micro_batch_tokens=512"
+    assert f"iter-000001: once fixed, continue with `{advice}`" in said
+    assert main(advice.split()[1:]) == 0  # the advice can be followed: the run goes on
+    assert (tmp_path / "m" / "checkpoints" / "iter-000003").is_dir()
 
 
 def test_a_rollout_that_cannot_allocate_names_the_matches(tmp_path, monkeypatch, capsys):
@@ -51,6 +54,7 @@ def test_a_rollout_that_cannot_allocate_names_the_matches(tmp_path, monkeypatch,
     said = " ".join(capsys.readouterr().err.split())
     assert "Playing the iteration's matches ran out of memory" in said
     assert "matches (now 8)" in said and "generation.max_new_tokens (now 8)" in said
+    assert "they need a new run" in said
 
 
 @pytest.mark.parametrize(

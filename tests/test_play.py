@@ -159,3 +159,14 @@ def test_a_move_without_brackets_is_wrapped_only_when_that_makes_an_answer():
     assert bracketed(game, "[4]") == "[4]"
     assert bracketed(game, "a [b] c") == "a [b] c"
     assert bracketed(game, "1\n2") == "1\n2"  # no answer either way: left as typed
+
+
+def test_end_of_input_in_play_ends_the_match_quietly(monkeypatch, capsys):
+    def ended(*args, **kwargs):
+        raise EOFError
+
+    monkeypatch.setattr(Console, "input", ended)
+    assert main(["play", "--game", "tictactoe", "--opponent", "scripted:random"]) == 0
+    out = capsys.readouterr()
+    assert "Input ended before the match did: no result." in out.out
+    assert "interrupted" not in out.err

@@ -17,6 +17,7 @@ from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
 from selfplay.core.run.build import build_learner
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.reference import Reference
+from selfplay.games.instruct import Instruct
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.quality import Quality
@@ -331,3 +332,43 @@ def test_a_judge_model_is_loaded_once_whatever_its_answer_length(monkeypatch):
     assert len(built) == 1 and short.model is long.model  # one copy of the weights
     assert (short.max_new_tokens, long.max_new_tokens) == (4, 32)
     assert models("tiny").max_new_tokens == config.generation.max_new_tokens
+
+
+@pytest.mark.parametrize(
+    ("game", "template"), [("psj", "judge_rigor"), ("instruct", "judge_strict")]
+)
+def test_a_games_own_judge_template_gives_way_to_its_compact_version(game, template):
+    from selfplay.api.reward import RewardContext
+    from selfplay.games.proposers.proposer_solver_judge import ProposerSolverJudge
+    from selfplay.rewards.judge import Judge
+
+    made = ProposerSolverJudge() if game == "psj" else Instruct()
+    measure = lambda name, messages: (sum(len(m.content) for m in messages), 256)  # noqa: E731
+    judge = Judge(**made.reward_defaults["judge"])
+    judge.bind(RewardContext(game=made, measure=measure))
+    assert f"judging with {template}_compact" in judge.notices[0]
+
+
+def test_a_default_judge_prompt_too_long_for_its_model_gives_way_to_a_compact_one():
+    judge = Judge()
+    judge.bind(RewardContext(game=TicTacToe(), measure=measured(256)))
+    assert "judge_transcript prompt takes" in judge.notices[0]
+    assert "judging with judge_transcript_compact" in judge.notices[0]
+    assert len(judge.template.template) < 100
+    roomy = Quality()
+    roomy.bind(RewardContext(game=TicTacToe(), measure=measured(8192)))
+    assert not roomy.notices and "Rate the quality" in roomy.template.template
+    quality = Quality()
+    quality.bind(RewardContext(game=TicTacToe(), measure=measured(256)))
+    assert "quality_compact" in quality.notices[0]
+
+
+def test_a_chosen_judge_prompt_too_long_for_its_model_is_refused_with_the_fixes():
+    judge = Judge(template="judge_strict")
+    with pytest.raises(RewardError, match=r"judge_strict prompt takes \d+ tokens .* at most 256"):
+        judge.bind(RewardContext(game=TicTacToe(), measure=measured(256)))
+
+
+def measured(context: int):
+    """A judge model of ``context`` positions whose tokens are characters (like tiny)."""
+    return lambda name, messages: (sum(len(m.content) for m in messages), context)

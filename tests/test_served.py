@@ -17,13 +17,20 @@ import torch
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+import os
+import subprocess
+import sys
+
+import pytest
+
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Request
 from selfplay.api.reward import RewardContext
 from selfplay.api.sampler import Pool
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.play import load_checkpoint_policy
-from selfplay.core.commands.serve import Server, build_service
+from selfplay.core.commands.serve import Server, build_service, stopped_by_signal
+from selfplay.core.league.seating import Seats
 from selfplay.core.models.lora import adapter_state_dict, apply_lora
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.models.served import (
@@ -38,7 +45,6 @@ from selfplay.core.run.build import build_learner, build_sampler, check_players
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.run_folder import config_text
 from selfplay.core.serving.server import ChatService, create_app
-from selfplay.core.train.seating import Seats
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge
 
@@ -300,10 +306,7 @@ def test_serve_refuses_a_folder_that_is_no_run(tmp_path):
 @pytest.mark.slow
 def test_selfplay_serve_on_the_command_line(run):
     """The command as a user starts it: it prints its URL, answers, and stops on SIGINT."""
-    import os
     import signal
-    import subprocess
-    import sys
     import time
 
     script = "import sys; from selfplay.core.commands.cli import main; sys.exit(main())"
@@ -324,3 +327,13 @@ def test_selfplay_serve_on_the_command_line(run):
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 130  # the documented exit code of an interrupt
+
+
+def test_serve_stopped_by_a_signal_exits_128_plus_it():
+    def stopped(*signals, should_exit=True):
+        inner = SimpleNamespace(_captured_signals=list(signals), should_exit=should_exit)
+        return SimpleNamespace(server=inner)
+
+    assert stopped_by_signal(stopped(2)) == 130
+    assert stopped_by_signal(stopped(15)) == 143
+    assert stopped_by_signal(stopped(should_exit=False)) == 0

@@ -21,13 +21,13 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.commands.serve import Server
+from selfplay.core.league.snapshots import SnapshotStore
 from selfplay.core.models.lora import adapter_state_dict, apply_lora, load_adapter_state_dict
 from selfplay.core.models.served import ServedError, ServedPolicy
 from selfplay.core.run.build import build_learner, check_players
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import ChatService, create_app
-from selfplay.core.train.snapshots import SnapshotStore
 from selfplay.games.tictactoe import TicTacToe
 
 SETTINGS = [

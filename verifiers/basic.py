@@ -4,7 +4,8 @@
 rule in ``answers`` (the last ``\\boxed{...}``, an ``answer: ...`` line, a one-line text;
 never the last number anywhere), and fail a reply whose other answer statements state a
 different answer (hedging): for ``exact`` its other boxes, for ``numeric`` its other boxes and
-the answer lines that hold a number. For ``numeric`` the answer must be one number (``x = 5``,
+the answer lines that hold a number; prose that offers another value after a statement
+hedges too (``Statements.hedge``). For ``numeric`` the answer must be one number (``x = 5``,
 ``$1,000$``, a Unicode minus and a final full stop allowed); words around it make it no answer.
 Numbers are read with ``fractions.Fraction`` from a strictly matched literal, so ``0.1`` is
 exactly 1/10 and no text is evaluated.
@@ -20,11 +21,16 @@ from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.answers import ParseError, find_statements, hedge_detail
+from selfplay.verifiers.answers import (
+    ParseError,
+    find_statements,
+    hedge_detail,
+    join_digit_groups,
+    prose_hedge_detail,
+)
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?(?:/\d+)?")
 SPACES = re.compile(r"\s+")
-DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u2009\u202f](?=\d{3}(?!\d))")
 MINUS = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2212\ufe63\uff0d", "-"))
 ASSIGNMENT = re.compile(r"^[A-Za-z]\s*=\s*")
 
@@ -52,6 +58,8 @@ class Exact(Verifier):
         except ParseError as err:
             return Verdict("fail", str(err))
         answers = list(dict.fromkeys(self._normal(s) for s in (found.final, *found.boxes)))
+        if found.hedge:
+            return Verdict("fail", prose_hedge_detail(found.hedge))
         if len(answers) > 1:
             return Verdict("fail", hedge_detail(answers))
         return Verdict("pass" if answers[0] == expected else "fail", "same or different text")
@@ -80,6 +88,8 @@ class Numeric(Verifier):
         if answer is None:
             return Verdict("fail", "no number in the answer")
         found = find_statements(candidate)
+        if found.hedge:
+            return Verdict("fail", prose_hedge_detail(found.hedge))
         others = [text for text in found.boxes if _number(text) != answer]
         others += [text for text in found.lines if _number(text) not in (None, answer)]
         if others:
@@ -100,7 +110,7 @@ def read_number(text: str) -> Fraction | None:
 
 def _number(answer: str) -> Fraction | None:
     answer = answer.translate(MINUS).replace("$", "").strip().removesuffix(".").strip()
-    answer = ASSIGNMENT.sub("", DIGIT_GROUP.sub("", answer))
+    answer = ASSIGNMENT.sub("", join_digit_groups(answer))
     if NUMBER.fullmatch(answer) is None:
         return None
     try:

@@ -32,19 +32,25 @@ correct without being correct, and that knows this code. Two different things ar
 
 What one run gets:
 - a fresh temporary folder as working directory and a scrubbed environment (no variable of
-  the caller is passed on), holding at most ``disk_mb`` MiB in all: a tmpfs of that size in
-  the run's own mount namespace, or, without namespaces, a watch that stops the run once the
-  folder grows past it (approximate: it looks every ``WATCH_SECONDS``). Afterwards the
+  the caller is passed on; ``PYTHONHASHSEED`` only where ``hash_seed`` is given), holding at
+  most ``disk_mb`` MiB in all: a tmpfs of that size in the run's own mount namespace, or,
+  without namespaces, a watch that stops the run once the folder, with the files its
+  processes hold open without a name, grows past it (approximate: it looks every
+  ``WATCH_SECONDS``). Storage no folder shows (memfd, System V shared memory and message
+  queues, POSIX message queues) is refused by the filter and limits. Afterwards the
   folder is renamed away at once and deleted in the background, so a program that leaves
   100,000 files cannot delay its verdict;
-- ``python -I`` in a new session (its own process group). At the wall-clock timeout, and
+- ``python -s`` in a new session (its own process group), its environment holding only
+  what ``ENV`` sets (``-I`` would ignore the hash seed). At the wall-clock timeout, and
   after a normal exit, the namespace's init process is killed first (so ``unshare``, its
   parent, reaps it and no zombie is left), then the whole group;
-- where ``unshare`` works without privileges: new user, mount, network and PID namespaces
-  (no network at all; every process of the run dies with it). Without them, once the child
-  has exited or the time is up, every process still holding the results pipe is killed;
-- resource limits, Landlock and a no-new-processes seccomp filter, set up by
-  ``sandbox_child.py`` before the code runs (see there). Limits are set in the child rather
+- where ``unshare`` works without privileges: new user, mount, network, PID and IPC
+  namespaces (no network at all; every process and IPC object of the run dies with it).
+  Without them, once the child has exited or the time is up, every process still holding
+  the results pipe is killed;
+- resource limits, Landlock and a seccomp filter (no hidden storage, no mounts, and unless
+  allowed no new processes), set up by ``sandbox_child.py`` before the code runs (see
+  ``sandbox_confine``). Limits are set in the child rather
   than through ``preexec_fn``, which is unsafe when the caller has threads.
 - its output, stripped of terminal control codes (``printable``), last 2000 characters.
 
@@ -75,6 +81,7 @@ from typing import Any, Literal
 from selfplay.api.verifier import printable
 from selfplay.verifiers import code_values
 from selfplay.verifiers.code_values import CallOutcome, read_report
+from selfplay.verifiers.sandbox_confine import MAX_WATCHED_FILES, children, over_disk
 from selfplay.verifiers.worker import discard, wait_for_cleanup
 
 __all__ = [
@@ -96,12 +103,14 @@ REAP_SECONDS = 2.0
 OUTPUT_TAIL_CHARS = 2000
 MAX_REPORT_BYTES = 4 << 20
 WATCH_SECONDS = 0.05
-MAX_WATCHED_FILES = 10_000
 DECODE_GRACE = 0.05  # share of the wall limit the parent may add to decode the report
 PACKAGE = Path(__file__).resolve().parents[1]  # hidden from the program (code and data)
-UNSHARE = ("unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork")
-UNSHARE = (*UNSHARE, "--kill-child")
+UNSHARE = ("unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--ipc")
+UNSHARE = (*UNSHARE, "--fork", "--kill-child")
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+# ``python -I`` would ignore PYTHONHASHSEED, so the child runs as ``python -s`` with these in an
+# environment that holds nothing else: no user site folder, no script folder on sys.path.
+ENV |= {"PYTHONSAFEPATH": "1"}
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class Limits:
     max_tasks: int = 64  # threads and processes on top of what the user runs already
     allow_subprocesses: bool = False
     fake_clock: float | None = None  # the clocks start at this moment (seconds since 1970)
+    hash_seed: int | None = None  # PYTHONHASHSEED of the run (None: random, Python's default)
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,7 @@ def namespaces_available() -> bool:
 
 def isolation() -> dict[str, object]:
     """Which protections this machine gives a sandboxed run."""
-    from selfplay.verifiers.sandbox_child import ARCHES, landlock_abi
+    from selfplay.verifiers.sandbox_confine import ARCHES, landlock_abi
 
     return {
         "namespaces": namespaces_available(),
@@ -193,8 +203,10 @@ def _run_in(root: Path, program: str, calls: list[Call], limits: Limits, python:
         "user_namespace": bool(prefix),
         "hidden": [str(PACKAGE)],
     }
-    command = [*prefix, python, "-I", str(CHILD), json.dumps(config)]
+    command = [*prefix, python, "-s", str(CHILD), json.dumps(config)]
     env = {**ENV, "HOME": str(work), "TMPDIR": str(work)}
+    if limits.hash_seed is not None:
+        env["PYTHONHASHSEED"] = str(limits.hash_seed)
     with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
         try:
             process = subprocess.Popen(
@@ -212,7 +224,7 @@ def _run_in(root: Path, program: str, calls: list[Call], limits: Limits, python:
             return RunResult("error", detail=f"could not start the sandbox: {error}")
         finally:
             os.close(write_end)
-    watch = None if prefix else (work, limits.disk_mb)
+    watch = None if prefix else (work, limits.disk_mb, process.pid)
     try:
         status, report, detail, deadline = _supervise(process, read_end, limits, watch)
     finally:
@@ -270,7 +282,7 @@ def _supervise(
             return "error", bytes(report), "the sandbox did not start in time", deadline
         if watch is not None and ready and now >= next_watch:
             next_watch = now + WATCH_SECONDS
-            if _over_disk(*watch):
+            if over_disk(*watch):
                 why = f"the program wrote more than {watch[1]} MiB or {MAX_WATCHED_FILES} files"
                 return "disk", bytes(report), why, deadline
         if open_pipe:
@@ -298,28 +310,6 @@ def _drain(fd: int, report: bytearray, wait: float, once: bool = False) -> bool:
     if len(report) < MAX_REPORT_BYTES:
         report.extend(chunk[: MAX_REPORT_BYTES - len(report)])
     return True
-
-
-def _over_disk(folder: Path, megabytes: int) -> bool:
-    """Whether ``folder`` holds more than ``megabytes`` MiB or ``MAX_WATCHED_FILES`` entries."""
-    total, seen, stack = 0, 0, [folder]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            total += info.st_blocks * 512
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            if seen > MAX_WATCHED_FILES or total > megabytes << 20:
-                return True
-    return False
 
 
 def _kill_holders(read_end: int) -> None:
@@ -353,7 +343,7 @@ def _exited(pid: int) -> bool:
 def _stop(process: subprocess.Popen, namespaced: bool) -> None:
     """Kill the namespace's init first, so ``unshare`` reaps it; then the group; reap."""
     if namespaced and not _exited(process.pid):
-        for child in _children(process.pid):
+        for child in children(process.pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGKILL)
         deadline = time.monotonic() + REAP_SECONDS
@@ -362,14 +352,6 @@ def _stop(process: subprocess.Popen, namespaced: bool) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split()]
 
 
 def _tail(path: Path) -> str:

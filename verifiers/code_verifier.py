@@ -98,11 +98,16 @@ class CodeVerifier(Verifier):
         return judge(cases, result)
 
     def evaluate(
-        self, program: str, calls: Sequence[Call], clock: float | None = None
+        self,
+        program: str,
+        calls: Sequence[Call],
+        clock: float | None = None,
+        hash_seed: int | None = None,
     ) -> RunResult:
         """Run ``program`` and then ``calls`` in the sandbox; the plain values come back.
-        ``clock``: the moment (seconds since 1970) the run's clocks start at, instead of now."""
-        limits = replace(self.limits, fake_clock=clock)
+        ``clock``: the moment (seconds since 1970) the run's clocks start at, instead of now;
+        ``hash_seed``: the run's PYTHONHASHSEED, instead of a random one."""
+        limits = replace(self.limits, fake_clock=clock, hash_seed=hash_seed)
         return run_calls(program, calls, limits, self.options.python)
 
     def verify_many(self, pairs: Sequence[tuple[str, str]], **ctx: Any) -> list[Verdict]:

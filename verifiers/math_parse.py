@@ -13,10 +13,11 @@ What an answer may be (docs/verifiers.md has the table):
   two or three letters that are not a word in ``WORDS``; two numbers side by side are an
   error, never a product), the functions sqrt, sin, cos, tan, log (natural), ln, exp, abs
   (``\\sin^2 x`` is (sin x)^2), the constants pi, e, i (the imaginary unit) and infinity
-  (``\\infty``, ``oo``), single-letter symbols, and the LaTeX forms ``\\frac{a}{b}`` (also
-  ``\\frac12``, ``\\dfrac``, ``\\tfrac``, ``a \\over b``), a mixed number ``2\\frac{1}{2}``
-  (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``, ``n \\choose k``, ``\\cdot``,
-  ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
+  (``\\infty``, ``oo``, ``inf`` and ``infinity`` in any case; ``nan`` and ``dne`` say there
+  is no number and are refused, never read as letters), single-letter symbols, and the
+  LaTeX forms ``\\frac{a}{b}`` (also ``\\frac12``, ``\\dfrac``, ``\\tfrac``, ``a \\over b``), a
+  mixed number ``2\\frac{1}{2}`` (= 5/2), ``\\sqrt{x}``, ``\\sqrt[n]{x}``, ``\\binom{n}{k}``,
+  ``n \\choose k``, ``\\cdot``, ``\\times``, ``\\div``, ``\\pi``, ``\\sin`` and friends;
 - a percentage: an expression followed by ``%``, ``\\%`` or ``percent`` (see
   ``math_equivalence`` for what it equals);
 - a tuple ``(1, 2)``; a set ``\\{1, 2\\}`` or ``{1, 2}`` (``\\emptyset``, ``\\mathbb{R}``,
@@ -39,7 +40,8 @@ from __future__ import annotations
 import sympy
 
 from selfplay.verifiers import math_syntax as syntax
-from selfplay.verifiers.answers import ParseError, extract_answer
+from selfplay.verifiers import math_values as values
+from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError, extract_answer
 from selfplay.verifiers.math_syntax import (
     Percent,
     Relation,
@@ -62,7 +64,11 @@ def parse_answer(text: str, answer_pattern=None) -> Answer:
 
 
 def parse_span(span: str) -> Answer:
-    """The value of an answer span already extracted (``extract_answer``)."""
+    """The value of an answer span already extracted (``extract_answer``), which is at most
+    ``MAX_ANSWER_CHARS`` long as written: a longer one was cut, and a cut one is never read
+    (``\\boxed{\\,\\,...1234567}`` cut after 12345 is not 12345)."""
+    if len(span) > MAX_ANSWER_CHARS:
+        raise ParseError(f"the answer is longer than {MAX_ANSWER_CHARS} characters.")
     tokens = syntax.tokenize(syntax.normalise(span))
     percent = tokens[-1][1] in ("%", "\\%")
     value = Parser(tokens[:-1] if percent else tokens).parse()
@@ -140,7 +146,7 @@ class Parser:
             return top
         over = self.take()[1] == "\\over"
         bottom = scalar(self.sum())
-        return syntax.divide(scalar(top), bottom) if over else syntax.binomial(scalar(top), bottom)
+        return values.divide(scalar(top), bottom) if over else values.binomial(scalar(top), bottom)
 
     # sum := term (('+'|'-') term)*
     def sum(self) -> sympy.Basic:
@@ -162,7 +168,7 @@ class Parser:
                 self.take()
                 right = scalar(self.unary())
                 divided = token in syntax.DIVIDE
-                result = syntax.divide(scalar(result), right) if divided else result * right
+                result = values.divide(scalar(result), right) if divided else result * right
             elif self.starts_implicit_factor():
                 result = sympy.Mul(scalar(result), scalar(self.unary()))
             else:
@@ -176,7 +182,7 @@ class Parser:
             return text not in syntax.NOT_A_FACTOR
         return text in ("(", "{") or (text == "|" and self.bars == 0)
 
-    # unary := ('+'|'-') unary | syntax.power
+    # unary := ('+'|'-') unary | power
     def unary(self) -> sympy.Basic:
         if self.peek() in ("+", "-"):
             sign = self.take()[1]
@@ -194,7 +200,7 @@ class Parser:
             self.enter()
             exponent = scalar(self.unary())
             self.depth -= 1
-            return syntax.power(scalar(base), exponent)
+            return values.power(scalar(base), exponent)
         return base
 
     # postfix := atom ('!' | '!!')?      (5!! is the double factorial 5*3*1, never (5!)!)
@@ -202,7 +208,7 @@ class Parser:
         result = self.atom()
         if self.peek() in ("!", "!!"):
             double = self.take()[1] == "!!"
-            result = syntax.factorial(scalar(result), double)
+            result = values.factorial(scalar(result), double)
             if self.peek() in ("!", "!!"):
                 raise ParseError("several factorial marks in a row are ambiguous; write (5!)!.")
         return result
@@ -229,12 +235,12 @@ class Parser:
 
     def number(self, text: str) -> sympy.Basic:
         """A literal; a whole number right before ``\\frac{p}{q}`` of whole numbers is mixed."""
-        value = syntax.number_value(text)
+        value = values.number_value(text)
         if self.peek() in syntax.FRACTIONS and value.is_Integer:
             mark = self.index
             self.take()
             numerator, denominator = self.fraction_part(), self.fraction_part()
-            if numerator.is_Integer and denominator.is_Integer and not syntax.is_zero(denominator):
+            if numerator.is_Integer and denominator.is_Integer and not values.is_zero(denominator):
                 return value + sympy.Rational(numerator, denominator)
             self.index = mark
         return value
@@ -279,6 +285,10 @@ class Parser:
             return self.function(text)
         if text in syntax.CONSTANTS:
             return syntax.CONSTANTS[text]
+        if text.lower() in syntax.INFINITY_WORDS:
+            return sympy.oo
+        if text.lower() in syntax.NOT_A_NUMBER_WORDS:
+            raise ParseError(f"{text!r} says there is no number; an answer states a value.")
         if len(text) == 1:
             return sympy.Symbol(text)
         if len(text) <= 3 and text.lower() not in syntax.WORDS:
@@ -294,20 +304,20 @@ class Parser:
             if not (exponent.is_Integer and exponent > 0):
                 raise ParseError(f"{name}^{exponent} is not in the grammar; write ({name} x)^2.")
         value = syntax.FUNCTIONS[name](self.argument())
-        return value if exponent is None else syntax.power(value, exponent)
+        return value if exponent is None else values.power(value, exponent)
 
     def command(self, text: str) -> sympy.Basic:
         if text in syntax.FRACTIONS:
             numerator = self.fraction_part()
-            return syntax.divide(numerator, self.fraction_part())
+            return values.divide(numerator, self.fraction_part())
         if text in syntax.BINOMIALS:
             top = self.fraction_part()
-            return syntax.binomial(top, self.fraction_part())
+            return values.binomial(top, self.fraction_part())
         if text == "\\sqrt" and self.peek() == "[":
             self.take()
             index = scalar(self.sum())
             self.expect("]")
-            return syntax.power(self.argument(), syntax.divide(sympy.Integer(1), index))
+            return values.power(self.argument(), values.divide(sympy.Integer(1), index))
         if text in syntax.LATEX_FUNCTIONS:
             return self.function(text[1:])
         if text in syntax.LATEX_CONSTANTS:
@@ -336,7 +346,7 @@ class Parser:
             raise ParseError(f"\\frac needs {{...}} arguments, found {text!r}.")
         if len(text) > 1:
             self.tokens.insert(self.index, (kind, text[1:]))
-        return syntax.number_value(text[0]) if kind == "num" else self.name(text[0])
+        return values.number_value(text[0]) if kind == "num" else self.name(text[0])
 
     def argument(self) -> sympy.Expr:
         """A function's argument: ``(x)``, ``{x}`` or a single factor (``\\sin x``)."""

@@ -10,18 +10,19 @@ Normalisation undoes the ways one answer is written differently, and nothing els
 - math delimiters (``$``, ``\\(``, ``\\[``), ``\\displaystyle``, ``\\left``/``\\right``, LaTeX
   spacing (``\\,`` ``\\;`` ``\\!`` ``~`` ``\\quad``) and degree marks are dropped;
 - digit groups are joined: ``1,000``, ``1\\,000``, ``1{,}000``, ``1\\ 000`` and 1000 split by a
-  no-break, narrow no-break, thin or figure space are 1000 (a separator counts only between
-  digits and before exactly three of them; a plain space never does);
+  no-break, narrow no-break, thin or figure space are 1000 (``answers.join_digit_groups``: a
+  first group of one to three digits not starting with 0, then groups of exactly three after
+  one separator; ``0,500`` is the list 0, 500, and a plain space never groups);
 - ``\\text{...}``, ``\\mathrm{...}``, ``\\textbf{...}``, ``\\mbox{...}`` and friends give their
   content (``\\text{3}`` is 3);
-- a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ...) and a
-  final full stop are dropped; ``percent`` becomes ``%``.
+- a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ``cm^2``,
+  ...) and a final full stop are dropped; ``percent`` becomes ``%``.
 
 The tokeniser then accepts only numbers, the operators of the grammar, LaTeX commands (which
 the parser whitelists by name, from the vocabulary below) and ASCII letters; any other
 character is a ParseError naming it, so no text reaches anything but our own parser. Values
-are built only through the capped constructors at the end, which refuse numbers, powers and
-factorials too large to compare cheaply.
+are built only through the capped constructors of ``math_values``, which refuse numbers,
+powers and factorials too large to compare cheaply.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError
+from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError, join_digit_groups
+from selfplay.verifiers.math_values import exponential, power
 
 UNICODE = str.maketrans(
     {
@@ -61,9 +63,6 @@ DELIMITERS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]|\\displaystyle|\\left\b|\\right
 TEXT_COMMANDS = re.compile(
     r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}"
 )
-DIGIT_GROUP = re.compile(
-    r"(?<=\d)(?:,|\{,\}|\\,|\\ |\\thinspace\s*|[\u00a0\u2007\u2009\u202f])(?=\d{3}(?!\d))"
-)
 SUPERSCRIPT = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u207b]+")
 SUPERSCRIPT_PLAIN = str.maketrans(
     "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b", "0123456789+-"
@@ -75,7 +74,10 @@ UNITS = (
     "miles?|mph|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|years?|dollars?|"
     "cents?|euros?|pounds?|degrees?|units?|points?|people|students|ways|cubic|square|sq"
 )
-TRAILING_UNITS = re.compile(rf"(?<=[\d}}).\s])\s*(?:\b(?:{UNITS})\b\.?\s*)+$", re.IGNORECASE)
+UNIT_POWER = r"(?:\s*\^\s*\{?\s*[23]\s*\}?)?"  # cm^2, m^{3}
+TRAILING_UNITS = re.compile(
+    rf"(?<=[\d}}).\s])\s*(?:\b(?:{UNITS})\b{UNIT_POWER}\.?\s*)+$", re.IGNORECASE
+)
 PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|percentage|pct)\b\s*$", re.IGNORECASE)
 
 TOKEN = re.compile(
@@ -87,11 +89,6 @@ TOKEN = re.compile(
 )
 Token = tuple[str, str]
 MAX_DEPTH = 30
-MAX_NUMBER_DIGITS = 200
-MAX_EXPONENT = 100_000
-MAX_POWER_BITS = 400_000
-MAX_ROOT_BITS = 2000
-MAX_FACTORIAL = 5000
 
 # ---- the vocabulary: every name and command the parser knows ---------------------------------
 
@@ -102,18 +99,14 @@ FUNCTIONS: dict[str, Callable[[sympy.Expr], sympy.Expr]] = {
     "tan": sympy.tan,
     "log": sympy.log,
     "ln": sympy.log,
-    "exp": sympy.exp,
+    "exp": exponential,
     "abs": sympy.Abs,
 }
-CONSTANTS = {
-    "pi": sympy.pi,
-    "e": sympy.E,
-    "i": sympy.I,
-    "infty": sympy.oo,
-    "infinity": sympy.oo,
-    "inf": sympy.oo,
-    "oo": sympy.oo,
-}
+CONSTANTS = {"pi": sympy.pi, "e": sympy.E, "i": sympy.I, "oo": sympy.oo}
+# Words for a value, in any letter case: infinity is a value; "not a number" and "does not
+# exist" say there is none, and are never read as products of letters (nan is not n*a*n).
+INFINITY_WORDS = frozenset(("inf", "infty", "infinity"))
+NOT_A_NUMBER_WORDS = frozenset(("nan", "dne"))
 LATEX_FUNCTIONS = {"\\" + name for name in ("sqrt", "sin", "cos", "tan", "log", "ln", "exp")}
 LATEX_CONSTANTS = {"\\pi": sympy.pi, "\\infty": sympy.oo, "\\infinity": sympy.oo}
 LATEX_EMPTY = {"\\emptyset", "\\varnothing"}
@@ -151,7 +144,7 @@ def normalise(answer: str) -> str:
     answer = DELIMITERS.sub(" ", answer)
     for _ in range(3):  # nested \text{\textbf{3}}
         answer = TEXT_COMMANDS.sub(lambda m: f" {m.group(1)} ", answer)
-    answer = unicodedata.normalize("NFKC", DIGIT_GROUP.sub("", answer))
+    answer = unicodedata.normalize("NFKC", join_digit_groups(answer))
     answer = SPACING.sub(" ", answer).strip()
     answer = answer.removesuffix(".").strip()
     answer = PERCENT_WORD.sub("%", answer)
@@ -180,74 +173,6 @@ def tokenize(answer: str) -> list[Token]:
     if not tokens:
         raise ParseError("the answer is empty.")
     return tokens
-
-
-def number_value(text: str) -> sympy.Rational:
-    """A literal as an exact rational: ``2.50`` is 5/2, ``1e-3`` is 1/1000."""
-    mantissa, _, exponent_text = text.lower().partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    if len(whole) + len(fraction) > MAX_NUMBER_DIGITS:
-        raise ParseError(f"a number has more than {MAX_NUMBER_DIGITS} digits.")
-    exponent = int(exponent_text) if exponent_text else 0
-    if abs(exponent) > MAX_EXPONENT:
-        raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
-    value = sympy.Rational(int(whole or "0") * 10 ** len(fraction) + int(fraction or "0"))
-    return value * sympy.Rational(10) ** (exponent - len(fraction))
-
-
-# ---- capped constructors: building a value from literals is always cheap -------------------
-
-
-def is_zero(value: sympy.Expr) -> bool:
-    return value == 0
-
-
-def divide(numerator: sympy.Expr, denominator: sympy.Expr) -> sympy.Expr:
-    if is_zero(denominator):
-        raise ParseError("division by zero.")
-    return sympy.Mul(numerator, sympy.Pow(denominator, -1))
-
-
-def power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
-    if exponent.is_Number:
-        if abs(exponent) > MAX_EXPONENT:
-            raise ParseError(f"an exponent is larger than {MAX_EXPONENT}.")
-        if base.is_Rational and bits(base) * abs(exponent) > MAX_POWER_BITS:
-            raise ParseError("the power is too large to compare.")
-        if base.is_Rational and not exponent.is_Integer and bits(base) > MAX_ROOT_BITS:
-            raise ParseError(
-                f"a root of a number above {MAX_ROOT_BITS} bits is too costly; simplify it."
-            )
-    elif not exponent.free_symbols and exponent.has(sympy.Pow) and base.is_Number:
-        # a constant tower like 2^(3^(1/2)*10^5) stays symbolic; keep it bounded all the same
-        bound = sympy.Abs(exponent).evalf(15)
-        if not bound.is_Number or bound > MAX_EXPONENT:
-            raise ParseError("the exponent is too large to compare.")
-    if base == 0 and exponent.is_Number and exponent < 0:
-        raise ParseError("division by zero.")
-    return sympy.Pow(base, exponent)
-
-
-def bits(value: sympy.Rational) -> int:
-    return max(int(value.p).bit_length(), int(value.q).bit_length(), 1)
-
-
-def factorial(value: sympy.Expr, double: bool = False) -> sympy.Expr:
-    """``n!``, or the double factorial ``n!!`` (n(n-2)(n-4)..., not (n!)!)."""
-    make = sympy.factorial2 if double else sympy.factorial
-    if value.free_symbols:
-        return make(value)
-    if not (value.is_Integer and 0 <= value <= MAX_FACTORIAL):
-        mark = "!!" if double else "!"
-        raise ParseError(f"n{mark} needs a whole number n from 0 to {MAX_FACTORIAL}.")
-    return make(value)
-
-
-def binomial(top: sympy.Expr, bottom: sympy.Expr) -> sympy.Expr:
-    for value in (top, bottom):
-        if not value.free_symbols and not (value.is_Integer and abs(value) <= MAX_FACTORIAL):
-            raise ParseError(f"\\binom needs whole numbers up to {MAX_FACTORIAL} (or symbols).")
-    return sympy.binomial(top, bottom)
 
 
 # ---- the kinds of answer beyond numbers, and building them ----------------------------------

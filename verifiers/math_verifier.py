@@ -8,7 +8,8 @@ whitelist grammar, never ``eval``/``sympify``) and compared by ``math_equivalenc
 
 One final answer: every other statement of the reply must have the same value as the final
 answer, or the reply hedges and fails with a detail that says so (a box the grammar cannot
-read counts as a different answer; an answer line it cannot read is prose). Exact values are
+read counts as a different answer; an answer line it cannot read is prose). Prose after a
+statement that offers another value ("or possibly 3") hedges too. Exact values are
 equal only when shown to be; the ``tolerance`` option applies only where the reference states
 a decimal (``3.14``), never to exact values (``\\pi``, ``1/3``).
 
@@ -20,14 +21,20 @@ answer cannot be parsed or compared, is a ``fail``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import Field
 
 from selfplay.api.verifier import Verdict, Verifier, VerifierOptions, printable
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.verifiers.answers import ParseError, extract_answer, find_statements, hedge_detail
+from selfplay.verifiers.answers import (
+    HEDGE_WORDS,
+    ParseError,
+    extract_answer,
+    find_statements,
+    hedge_detail,
+    prose_hedge_detail,
+)
 from selfplay.verifiers.math_equivalence import same
 from selfplay.verifiers.math_parse import parse_span
 from selfplay.verifiers.math_syntax import normalise, real_symbols, tokenize
@@ -35,7 +42,6 @@ from selfplay.verifiers.worker import Worker
 
 # The reference is sound, so an answer that breaks parsing or comparison is a wrong answer.
 CANDIDATE_FAULTS = (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError)
-HEDGE_WORDS = re.compile(r"\b(?:or|maybe|possibly|perhaps|either|probably)\b", re.IGNORECASE)
 
 
 class MathOptions(VerifierOptions):
@@ -78,7 +84,8 @@ class MathVerifier(Verifier):
             found = find_statements(candidate, pattern)
         except ParseError as err:
             return Verdict("fail", str(err))
-        args = [found.final, found.boxes, found.lines, expected, self.options.tolerance]
+        statements = [found.final, found.boxes, found.lines, found.hedge]
+        args = [*statements, expected, self.options.tolerance]
         result = self.worker.call(args, self.options.timeout)
         if result.outcome == "timeout":
             return Verdict("timeout", f"comparison took longer than {self.options.timeout:g} s")
@@ -99,17 +106,19 @@ def answer_format(ctx: dict[str, Any]) -> Any:
 
 
 def compare(
-    final: str, boxes: list[str], lines: list[str], reference: str, tolerance: float
+    final: str, boxes: list[str], lines: list[str], hedge: str, reference: str, tolerance: float
 ) -> tuple[str, str]:
     """(status, detail) for a reply's statements against the reference; runs in the worker."""
     try:
         expected = real_symbols(parse_span(reference))
     except (ParseError, *CANDIDATE_FAULTS) as err:
         return "error", f"the reference answer cannot be read: {err}"
+    if hedge:
+        return "fail", prose_hedge_detail(hedge)
     try:
         answer = real_symbols(parse_span(final))
     except ParseError as err:
-        if HEDGE_WORDS.search(final):
+        if HEDGE_WORDS.search(final.lower()):
             return "fail", f"the answer {final[:40]!r} hedges; state exactly one final answer."
         return "fail", f"no readable answer: {err}"
     except CANDIDATE_FAULTS as err:

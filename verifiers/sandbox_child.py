@@ -1,20 +1,22 @@
 """The child side of the code sandbox: confine this process, run the program, report values.
 
-Started by ``code_sandbox.run_calls`` as ``python -I sandbox_child.py CONFIG_JSON``, in its own
-session, in a fresh working directory, with a scrubbed environment. It uses only the standard
-library (it must not import the package, which is not readable once confined).
+Started by ``code_sandbox.run_calls`` as ``python -s sandbox_child.py CONFIG_JSON``, in its own
+session, in a fresh working directory, with a scrubbed environment (``PYTHONHASHSEED`` set
+where the run asks for a hash seed). It uses only the standard library and its sibling
+``sandbox_confine.py``, loaded from its folder before confinement (it must not import the
+package, which is not readable once confined).
 
-In order, before any untrusted code runs:
+In order, before any untrusted code runs (the confinements are in ``sandbox_confine``):
 1. the program and the calls to make are read from the working directory;
-2. in a user and mount namespace: an empty tmpfs of ``disk_mb`` MiB (and at most
-   ``MAX_FILES`` files) is mounted over the working directory, the total disk cap of a run;
-3. resource limits (address space, CPU seconds, file size, open files, tasks, no core files);
-4. Landlock, where the kernel has it: reading only the Python installation and system library
-   folders minus the hidden ones (this package: its code and data, such as a task bank,
-   wherever it is installed), writing only the working directory, no TCP bind/connect, and
-   (Landlock ABI >= 6) no signals to processes outside the sandbox;
-5. a seccomp filter, unless subprocesses are allowed: creating a process fails with EPERM,
-   threads still work;
+2. in a user and mount namespace: an empty tmpfs of ``disk_mb`` MiB is mounted over the
+   working directory, the total disk cap of a run;
+3. resource limits (address space, CPU seconds, file size, open files, tasks, no core files,
+   no POSIX message queues);
+4. Landlock, where the kernel has it: reading only the Python installation and system
+   folders minus this package, writing only the working directory, no TCP, no signals out;
+5. a seccomp filter: no storage outside the working directory (memfd, System V shared
+   memory and message queues), no mounts, and, unless subprocesses are allowed, no new
+   processes (threads still work);
 6. with ``fake_clock``, the clocks of ``time`` and ``datetime`` start at that moment: two
    runs set at different moments show a program whose result depends on the time;
 7. "ready" is written to the results pipe. Only then does the program run; then each call
@@ -29,29 +31,15 @@ calls returned these plain values". Expected values never enter this process.
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import json
 import os
-import platform
 import resource
 import sys
 import time
 import traceback
 
 MIB = 1024 * 1024
-MAX_FILES = 4096
-MS_NOSUID, MS_NODEV = 2, 4
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-
-
-def mount_scratch(folder: str, megabytes: int) -> None:
-    """An empty tmpfs of ``megabytes`` over ``folder`` (needs a user and mount namespace)."""
-    options = f"size={megabytes}m,nr_inodes={MAX_FILES},mode=0700".encode()
-    flags = MS_NOSUID | MS_NODEV
-    if _libc().mount(b"selfplay", folder.encode(), b"tmpfs", flags, options) != 0:
-        raise OSError(ctypes.get_errno(), "mounting the scratch folder failed")
-    os.chdir(folder)
 
 
 # ---- resource limits ----------------------------------------------------------------------
@@ -66,6 +54,7 @@ def apply_limits(limits: dict, in_user_namespace: bool) -> None:
     cap(resource.RLIMIT_FSIZE, limits["file_size_mb"] * MIB)
     cap(resource.RLIMIT_NOFILE, limits["open_files"])
     cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_MSGQUEUE, 0)  # POSIX message queues hold data no folder shows
     # RLIMIT_NPROC counts every task (thread or process) of the user; in a fresh user
     # namespace only those inside it. The kernel does not enforce it for root.
     running = 1 if in_user_namespace else _user_tasks()
@@ -83,186 +72,6 @@ def _user_tasks() -> int:
         if int(fields.get("Uid", "-1").split()[0]) == uid:
             total += int(fields.get("Threads", "1"))
     return total
-
-
-# ---- Landlock -----------------------------------------------------------------------------
-
-SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
-FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
-FS_ABI1 = (1 << 13) - 1  # execute ... make_sym
-FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14
-FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE
-NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
-SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1, 2
-READ_ONLY = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-SYSTEM_PATHS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache", "/etc/localtime")
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = (
-        ("handled_access_fs", ctypes.c_uint64),
-        ("handled_access_net", ctypes.c_uint64),
-        ("scoped", ctypes.c_uint64),
-    )
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 where there is none."""
-    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
-        return 0
-    version = _libc().syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(int(version), 0)
-
-
-def apply_landlock(work: str, hidden: list[str]) -> int:
-    """Confine file access to the interpreter (read) and ``work`` (write), never anything
-    under ``hidden``; the ABI used."""
-    abi = landlock_abi()
-    if abi < 1:
-        return 0
-    libc = _libc()
-    handled = FS_ABI1 | (FS_REFER if abi >= 2 else 0) | (FS_TRUNCATE if abi >= 3 else 0)
-    attr = _RulesetAttr(handled, 0, 0)
-    size = 8
-    if abi >= 4:
-        attr.handled_access_net, size = NET_BIND_TCP | NET_CONNECT_TCP, 16
-    if abi >= 6:
-        attr.scoped, size = SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL, 24
-    ruleset = libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    try:
-        secret = [os.path.realpath(path) for path in hidden]
-        for path in _interpreter_paths():
-            _allow_but(libc, ruleset, path, READ_ONLY & handled, secret)
-        _allow(libc, ruleset, "/dev/null", (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE) & handled)
-        _allow(libc, ruleset, "/dev/urandom", FS_READ_FILE)
-        _allow(libc, ruleset, work, handled)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if libc.syscall(SYS_RESTRICT_SELF, ruleset, 0) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-    finally:
-        os.close(ruleset)
-    return abi
-
-
-def _interpreter_paths() -> set[str]:
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    prefixes.add(os.path.dirname(os.path.realpath(sys.executable)))
-    return {os.path.realpath(path) for path in (*prefixes, *SYSTEM_PATHS)}
-
-
-def _allow_but(libc: ctypes.CDLL, ruleset: int, path: str, access: int, hidden: list) -> None:
-    """Allow ``path`` except what lies under ``hidden``: Landlock only adds rights, so a
-    folder holding a hidden one is allowed entry by entry (and listed, names only)."""
-    inside = os.path.join(path, "")
-    if any(path == secret or path.startswith(os.path.join(secret, "")) for secret in hidden):
-        return
-    if not any(secret.startswith(inside) for secret in hidden):
-        _allow(libc, ruleset, path, access)
-        return
-    _allow(libc, ruleset, path, access & FS_READ_DIR)
-    for entry in os.scandir(path):
-        real = os.path.realpath(entry.path)
-        if entry.is_symlink() and any(real.startswith(os.path.join(s, "")) for s in hidden):
-            continue
-        _allow_but(libc, ruleset, real if entry.is_symlink() else entry.path, access, hidden)
-
-
-def _allow(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return  # a folder this system does not have
-    try:
-        if not os.path.isdir(path):
-            access &= FILE_RIGHTS
-        rule = _PathBeneath(access, fd)
-        if libc.syscall(SYS_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
-    finally:
-        os.close(fd)
-
-
-# ---- seccomp: no new processes ------------------------------------------------------------
-
-# (audit arch, clone, fork, vfork, clone3); fork/vfork do not exist on aarch64
-ARCHES = {
-    "x86_64": (0xC000003E, 56, 57, 58, 435),
-    "aarch64": (0xC00000B7, 220, 0xFFFFFFFF, 0xFFFFFFFF, 435),
-}
-LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-ALLOW, ERRNO = 0x7FFF0000, 0x00050000
-EPERM, ENOSYS, CLONE_THREAD = 1, 38, 0x00010000
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = (
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    )
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter)))
-
-
-def _no_process_filter(arch: int, clone: int, fork: int, vfork: int, clone3: int) -> list:
-    """BPF: fork/vfork/clone-without-CLONE_THREAD fail with EPERM, clone3 with ENOSYS (libc
-    then falls back to clone, so threads still start); other architectures' calls are denied."""
-    deny, allow, nosys = "deny", "allow", "nosys"
-    program = [
-        ("", LD_ABS, 4, None, None),  # seccomp_data.arch
-        ("", JEQ, arch, None, deny),
-        ("", LD_ABS, 0, None, None),  # seccomp_data.nr
-        ("", JGE, 0x40000000, deny, None),  # x32 system calls
-        ("", JEQ, clone3, nosys, None),
-        ("", JEQ, fork, deny, None),
-        ("", JEQ, vfork, deny, None),
-        ("", JEQ, clone, None, allow),
-        ("", LD_ABS, 16, None, None),  # low word of the first argument: clone flags
-        ("", JSET, CLONE_THREAD, allow, deny),
-        (allow, RET, ALLOW, None, None),
-        (deny, RET, ERRNO | EPERM, None, None),
-        (nosys, RET, ERRNO | ENOSYS, None, None),
-    ]
-    where = {label: index for index, (label, *_) in enumerate(program) if label}
-
-    def hop(target: str | None, pc: int) -> int:
-        return 0 if target is None else where[target] - pc - 1
-
-    return [
-        _SockFilter(code, hop(jt, pc), hop(jf, pc), k)
-        for pc, (_, code, k, jt, jf) in enumerate(program)
-    ]
-
-
-def apply_no_processes() -> bool:
-    """Install the seccomp filter; False where this architecture is not supported."""
-    numbers = ARCHES.get(platform.machine())
-    if sys.platform != "linux" or numbers is None:
-        return False
-    instructions = _no_process_filter(*numbers)
-    array = (_SockFilter * len(instructions))(*instructions)
-    program = _SockFprog(len(instructions), array)
-    libc = _libc()
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
-    return True
 
 
 # ---- running ------------------------------------------------------------------------------
@@ -362,6 +171,15 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _sibling(name: str):
+    """A module of this folder, imported from it (the package itself is not imported)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return __import__(name)
+    finally:
+        del sys.path[0]
+
+
 def main(config: dict) -> None:
     results_fd = config["results_fd"]
     with open(config["program"]) as file:
@@ -369,13 +187,14 @@ def main(config: dict) -> None:
     with open(config["calls"]) as file:
         calls = json.load(file)
     limits = config["limits"]
+    confine = _sibling("sandbox_confine")
     if config["user_namespace"]:
-        mount_scratch(os.getcwd(), limits["disk_mb"])
+        confine.mount_scratch(os.getcwd(), limits["disk_mb"])
         with open("program.py", "w") as file:  # for tracebacks
             file.write(program)
     apply_limits(limits, config["user_namespace"])
-    landlock = apply_landlock(os.getcwd(), config["hidden"])
-    seccomp = False if limits["allow_subprocesses"] else apply_no_processes()
+    landlock = confine.apply_landlock(os.getcwd(), config["hidden"])
+    seccomp = confine.apply_filter(processes=limits["allow_subprocesses"])
     if limits["fake_clock"] is not None:
         fake_clocks(limits["fake_clock"])
     os.write(results_fd, f"ready landlock={landlock} seccomp={int(seccomp)}\n".encode())

@@ -3,9 +3,10 @@
 The function runs in a child interpreter (``python -m selfplay.verifiers.worker module:func``)
 that reads one JSON list of arguments per line and answers one JSON line. The parent waits on
 the pipe with a deadline, never on a signal, so a timeout works from any thread, and nothing
-about the caller's ``__main__`` is re-imported. On timeout the worker is killed and its
-successor is started at once, so it warms up while the caller moves on. Calls are serialised
-by a lock; use one worker per thread for parallel checks.
+about the caller's ``__main__`` is re-imported. Its hash seed is fixed (``HASH_SEED``), so a
+call gives the same answer in the same time under any hash seed of the caller. On timeout
+the worker is killed and its successor is started at once, so it warms up while the caller
+moves on. Calls are serialised by a lock; use one worker per thread for parallel checks.
 
 Also here, for the code sandbox's run folders: ``discard`` renames a folder away and deletes it
 on a background thread, so the verdict never waits for a program's leftovers.
@@ -31,6 +32,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 STARTUP_SECONDS = 120.0  # importing sympy on a busy machine can take a while
+# The worker's hash seed is fixed: sympy's choices (the order of a set of terms, and so which
+# path a simplification takes and how long it runs) follow set iteration order, which the
+# seed decides. A result, and its cost, must not depend on the caller's PYTHONHASHSEED.
+HASH_SEED = "0"
 MAX_LINE_BYTES = 1 << 20
 
 Outcome = Literal["ok", "timeout", "error"]
@@ -115,8 +120,13 @@ class Worker:
 
     def _spawn(self) -> None:
         command = [sys.executable, "-m", __name__, self.target, str(self.memory_mb)]
+        env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
         self._process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         self._ready = False
 

@@ -34,9 +34,9 @@ def evaluate_checkpoint(
     if metric == "exploitability":
         report.update(_exploitability(game, loaded.policy, config, found))
     elif metric == "matches":
-        from selfplay.core.evaluate import evaluate
+        from selfplay.core.evaluate import eval_seed, evaluate
 
-        seed, roles = config.seed + 7919, loaded.roles or None
+        seed, roles = eval_seed(config.seed), loaded.roles or None
         results = evaluate(game, loaded.policy, matches=matches, seed=seed, roles=roles)
         report["opponents"] = {
             name: {key.rsplit("/", 1)[-1]: value for key, value in r.as_metrics().items()}

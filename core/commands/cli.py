@@ -64,10 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         flags["loggers"] = args.logger
     if args.resume:
         changed = {k: v for k, v in flags.items() if v is not None and k != "iterations"}
-        limits = [s for s in args.set or [] if s.partition("=")[0].strip() == "minutes"]
-        if args.config or len(args.set or []) > len(limits):
-            changed["--config/--set"] = True
-        config = resume_config(args.resume, args.iterations, changed, limits)
+        if args.config:
+            changed["--config"] = args.config
+        config = resume_config(args.resume, args.iterations, changed, args.set or [])
     else:
         config = build_config(args.config, flags, args.set or [])
     train(config, Console(stderr=True))
@@ -358,8 +357,8 @@ def _exit_code(error: Exception) -> int | None:
         return EXIT_CONFIG
     if isinstance(error, StorageError):
         return EXIT_CHECKPOINT
+    from selfplay.core.memory import OutOfMemory
     from selfplay.core.serving.rollout_client import RolloutFailure
-    from selfplay.core.train.state import OutOfMemory
     from selfplay.core.train.update import NonFiniteLoss
 
     codes = {NonFiniteLoss: EXIT_NONFINITE, RolloutFailure: EXIT_ROLLOUT, OutOfMemory: EXIT_MEMORY}

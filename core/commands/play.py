@@ -25,7 +25,7 @@ from selfplay.api.game import Game, GameState
 from selfplay.api.policy import Policy, Request, ScriptedPolicy
 from selfplay.api.types import Completion, Payoffs, Role
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import learner_config, learner_roles
+from selfplay.core.config.learners import learner_config, learner_roles
 from selfplay.core.rollout import match_rng
 from selfplay.core.run import checkpoint
 from selfplay.core.run.build import build_game, build_learner, split_spec

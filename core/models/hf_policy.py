@@ -5,8 +5,8 @@ log-probability of every sampled token, per-row stopping, and sampling noise tha
 the match rather than to the batch. The loop is short and keeps the model's keys and values in
 a cache allocated once per call (`selfplay.core.models.kv_cache`), not grown each step. It also
 runs the prompt prefix that every row shares (a game's rules, a role tag, a retry message)
-once instead of once per row: on a CPU, prefill dominates the cost of short answers, and this
-makes a lock-step tick about twice as fast as ``generate`` (see benchmarks/RESULTS.md).
+once instead of once per row, and keeps the part every call shares between calls (the
+preamble): on a CPU, prefill dominates the cost of short answers (benchmarks/RESULTS.md).
 
 What a caller must know:
 
@@ -51,7 +51,15 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
-from selfplay.core.models.kv_cache import cache_kwarg, left_pad, preallocated_cache
+from selfplay.core.models.kv_cache import (
+    MIN_PREAMBLE,
+    PreambleCache,
+    cache_kwarg,
+    left_pad,
+    preallocated,
+    preallocated_cache,
+    shared_prefix_length,
+)
 from selfplay.core.models.policy_table import CHOICES, choose_legal
 from selfplay.core.models.tokenizer import render_plain_chat
 
@@ -106,6 +114,8 @@ class HFPolicy(Policy):
         # set by the trainer under mixed precision: the autocast the update's forward runs in
         self.forward_context: Callable[[], AbstractContextManager[Any]] | None = None
         self.max_prompt_tokens = max_prompt_tokens or _default_prompt_limit(model, max_new_tokens)
+        # the preamble every prompt of these weights shares, kept between calls (kv_cache.py)
+        self.preamble: PreambleCache | None = PreambleCache() if share_prefix else None
         self.stop_ids = _stop_ids(model, tokenizer)
         self._cache_kwarg = cache_kwarg(model)
         pad = tokenizer.pad_token_id
@@ -260,22 +270,47 @@ class HFPolicy(Policy):
 
         The prefix every prompt shares (a game's rules, a role tag, a retry message) is run
         once and its cache copied to every row; each row's remainder is left-padded after it,
-        so padding sits between the shared prefix and the row's own tokens, masked out.
+        so padding sits between the shared prefix and the row's own tokens, masked out. The
+        part of it that earlier calls shared too comes from the preamble cache
+        (core/models/kv_cache.py) while the weights are unchanged.
         """
         device, rows = self.model.device, len(prompts)
-        shared = _shared_prefix_length(prompts) if self.share_prefix else 0
-        if shared * (rows - 1) < SHARED_PREFIX_MIN_SAVING:
-            shared = 0
-        if shared:
-            prefix = torch.tensor([list(prompts[0][:shared])], dtype=torch.long, device=device)
-            ones = torch.ones_like(prefix)
-            self._forward(prefix, ones, torch.arange(shared, device=device)[None], cache)
+        shared = shared_prefix_length(prompts) if self.share_prefix else 0
+        known = self._preamble(prompts[0][:shared], rows, cache)
+        if shared > known and (shared - known) * (rows - 1) >= SHARED_PREFIX_MIN_SAVING:
+            self._run_prefix(prompts[0][known:shared], known, cache)
+            known = shared
+        if known:
             cache.batch_repeat_interleave(rows)
-        ids, own_mask = left_pad([p[shared:] for p in prompts], self.pad_id, device)
-        positions = shared + (own_mask.cumsum(-1) - 1).clamp(min=0)
-        mask = torch.cat([own_mask.new_ones(rows, shared), own_mask], dim=-1)
+        ids, own_mask = left_pad([p[known:] for p in prompts], self.pad_id, device)
+        positions = known + (own_mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([own_mask.new_ones(rows, known), own_mask], dim=-1)
         logits = self._forward(ids, mask, positions, cache)
         return logits, mask, positions[:, -1:]
+
+    def _preamble(self, prefix: Sequence[int], rows: int, cache: DynamicCache) -> int:
+        """Put the cached preamble that ``prefix`` starts with into ``cache`` (one row), or
+        compute and keep ``prefix`` when several rows share it; the positions filled."""
+        if self.preamble is None or len(prefix) < MIN_PREAMBLE or not preallocated(cache):
+            return 0
+        entry = self.preamble.lookup(self.model, prefix)
+        if entry is not None:
+            for layer, (keys, values) in zip(cache.layers, entry.layers, strict=True):
+                layer.update(keys, values)
+            return len(entry.tokens)
+        if rows < 2:
+            return 0
+        self._run_prefix(prefix, 0, cache)
+        self.preamble.store(self.model, prefix, cache)
+        return len(prefix)
+
+    def _run_prefix(self, tokens: Sequence[int], start: int, cache: DynamicCache) -> None:
+        """Extend the cache's one row by ``tokens``, at positions from ``start`` on."""
+        device = self.model.device
+        ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
+        mask = torch.ones(1, start + len(tokens), dtype=torch.long, device=device)
+        positions = torch.arange(start, start + len(tokens), device=device)[None]
+        self._forward(ids, mask, positions, cache)
 
     def _forward(
         self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: DynamicCache
@@ -336,14 +371,6 @@ def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
     drop_sorted = mass_before >= top_p  # the first token is always kept
     drop = drop_sorted.scatter(-1, order, drop_sorted)
     return logp.masked_fill(drop, float("-inf"))
-
-
-def _shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """Tokens all prompts start with, leaving every prompt at least one token of its own."""
-    rows = [list(p) for p in prompts]
-    low, high = min(rows), max(rows)  # a prefix shared by these two is shared by all rows
-    common = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
-    return max(0, min(common, min(len(row) for row in rows) - 1))
 
 
 def _trim(

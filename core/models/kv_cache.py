@@ -13,6 +13,22 @@ The shared-prefix prefill still works: the prefix is run once for one row, and
 `batch_repeat_interleave` copies it into buffers for every row, of the full length.
 Layers of another kind (sliding-window or linear-attention layers) are left as they are.
 
+`PreambleCache` keeps, between calls, the preamble every prompt of the current weights starts
+with. Every turn of every match opens with the same tokens: the chat template's head and the
+game's rules in the system message (68 of SmolLM2's 94 tokens at tic-tac-toe). The decode loop
+runs the prefix a batch shares once (core/models/hf_policy.py); the preamble cache keeps that
+prefix's keys and values between calls, so a lock-step tick, an evaluation round or a served
+request reads only what follows it. The cache narrows to what every prompt it met shares:
+a call whose prompts share fewer tokens with it keeps the common part (a causal model's keys
+and values of the first n tokens do not depend on what follows), and one that shares nothing
+long enough replaces it.
+
+It is thrown away when the weights change: each entry holds the weights' version (every
+parameter's in-place version counter, which an optimiser step, a loaded snapshot or a synced
+copy moves) and the adapter in use (LoRA's per-role adapters), and a lookup under another
+version misses. Its memory is the keys and values of one row of the preamble: for SmolLM2-135M
+under 3 MB for 68 tokens.
+
 Also here, for every caller that runs a model with a cache (generation on left-padded
 prompts; the shared-prefix scoring of core/models/prefix_scoring.py): `left_pad`, and
 `cache_kwarg`, the name the model's forward takes its cache by.
@@ -21,7 +37,9 @@ prompts; the shared-prefix scoring of core/models/prefix_scoring.py): `left_pad`
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -128,3 +146,98 @@ def cache_kwarg(model: Any) -> str:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     parameters = inspect.signature(base.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
+
+
+def preallocated(cache: Any) -> bool:
+    """Whether every layer of ``cache`` is a plain full-attention one the preamble can fill."""
+    return all(isinstance(layer, PreallocatedLayer) for layer in cache.layers)
+
+
+def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Tokens all prompts start with, leaving every prompt at least one token of its own."""
+    rows = [list(p) for p in prompts]
+    low, high = min(rows), max(rows)  # a prefix shared by these two is shared by all rows
+    common = next((i for i, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
+    return max(0, min(common, min(len(row) for row in rows) - 1))
+
+
+# ---- the preamble kept between calls ----------------------------------------------------
+
+#: A preamble shorter than this is not kept (one more forward pass would cost more).
+MIN_PREAMBLE = 16
+#: Entries kept at once (one per adapter in use: per-role LoRA adapters).
+MAX_ENTRIES = 8
+
+
+@dataclass
+class Entry:
+    tokens: tuple[int, ...]
+    version: tuple[int, ...]
+    layers: list[tuple[torch.Tensor, torch.Tensor]]  # each layer's keys and values, one row
+
+    def narrowed(self, length: int) -> Entry:
+        layers = [(k[:, :, :length], v[:, :, :length]) for k, v in self.layers]
+        return Entry(self.tokens[:length], self.version, layers)
+
+
+class PreambleCache:
+    """``lookup(model, prefix)``: the cached preamble's keys and values that ``prefix`` starts
+    with (narrowed to what they share), or None; ``store`` keeps a newly computed one."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[str, Entry] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def lookup(self, model: Any, prefix: Sequence[int]) -> Entry | None:
+        key, entry = _adapter(model), None
+        found = self.entries.get(key)
+        if found is not None and found.version == weights_version(model):
+            shared = _common(found.tokens, prefix)
+            if shared >= MIN_PREAMBLE:
+                entry = found if shared == len(found.tokens) else found.narrowed(shared)
+                self.entries[key] = entry
+                self.entries.move_to_end(key)
+        if entry is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return entry
+
+    def store(self, model: Any, tokens: Sequence[int], cache: Any) -> None:
+        """Keep the first ``len(tokens)`` positions of ``cache``'s one row (just computed for
+        the prefix several prompts shared: one prompt alone is no evidence of a preamble)."""
+        if len(tokens) < MIN_PREAMBLE:
+            return
+        n = len(tokens)
+        layers = [(ly.keys[:1, :, :n].clone(), ly.values[:1, :, :n].clone()) for ly in cache.layers]
+        key = _adapter(model)
+        self.entries[key] = Entry(tuple(tokens), weights_version(model), layers)
+        self.entries.move_to_end(key)
+        while len(self.entries) > MAX_ENTRIES:
+            self.entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+def weights_version(model: Any) -> tuple[int, ...]:
+    """Every parameter's in-place version counter: moved by any change to the weights."""
+    return tuple(p._version for p in model.parameters())
+
+
+def _adapter(model: Any) -> str:
+    """The LoRA adapter in use, if any (one entry each)."""
+    active = getattr(model, "active_adapters", None)
+    try:
+        return ",".join(active() if callable(active) else active or ())
+    except (TypeError, ValueError):  # a model without adapters
+        return ""
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -20,7 +20,7 @@ from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import learner_config
+from selfplay.core.config.learners import learner_config
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
 from selfplay.core.reward_pipeline import GRAMMAR, Component, RewardPipeline, parse_terms
@@ -111,7 +111,7 @@ def check_players(config: RunConfig, game: Game) -> None:
                 "cold_start.players is empty; name the demonstrators (e.g. [random]) or set "
                 "cold_start.steps=0."
             )
-    check_served(config)
+    check_served_names(config)
     for key, players in named.items():
         unknown = [name for name in players if name not in game.players]
         if unknown:
@@ -122,7 +122,7 @@ def check_players(config: RunConfig, game: Game) -> None:
             )
 
 
-def check_served(config: RunConfig) -> None:
+def check_served_names(config: RunConfig) -> None:
     """Every served model the config names (``openai:URL#MODEL``) is well formed, checked
     before any work; whether its server answers shows at its first turn."""
     from selfplay.core.models.served import ServedSpec
@@ -141,8 +141,8 @@ def check_served(config: RunConfig) -> None:
 
 def check_pool_server(config: RunConfig) -> None:
     """``pool.server`` names a server only, and the run trains one LoRA adapter."""
+    from selfplay.core.league.snapshots import NOT_LORA
     from selfplay.core.models.served import ServedSpec
-    from selfplay.core.train.snapshots import NOT_LORA
 
     server = config.pool.server or ""
     if not config.lora.enabled:

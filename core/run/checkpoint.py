@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selfplay.core.config.changes import NOT_TRAINING, default_of
+
 KEEP = 2  # the newest checkpoint and the one before it
 
 
@@ -60,31 +62,21 @@ class Found:
         return "; ".join(f"{path.name}: {why}" for path, why in self.damaged)
 
 
-# Keys added after the first release, with their defaults: left out of the hash while they
-# hold the default, so run folders written before they existed still resume.
-LATER_KEYS = {
-    "objective": "pg",
-    "learners": {},
-    "objective_options": {},
-    "rollout": {
-        "workers": 0,
-        "servers": [],
-        "max_staleness": 0,
-        "queue": 1,
-        "stale": "wait",
-        "importance_cap": None,
-        "pin": True,
-        "worker_threads": 0,
-    },
-    "train.micro_batch_tokens": "auto",
-    "train.dropout": False,
-    "hardware.malloc_trim": True,
-}
-
-
-# settings that do not shape training, left out of the hash (the recipe's name too: what it
-# set is in the settings themselves); the time limit is left out as well, see config_hash
-UNHASHED = frozenset({"iterations", "resume", "out", "name", "eval", "recipe"})
+# Settings added after the first release: left out of the hash while they hold the schema's
+# default, so checkpoints written before they existed still match (checkpoints compare by
+# their copy of config.yaml first: core/config/changes.py).
+LATER_KEYS = (
+    "objective",
+    "learners",
+    "objective_options",
+    "rollout",
+    "train.micro_batch_tokens",
+    "train.dropout",
+    "hardware.malloc_trim",
+)
+# settings that do not shape training, left out of the hash; the time limit is left out as
+# well, see config_hash
+UNHASHED = frozenset({"iterations", *NOT_TRAINING})
 
 
 def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> str:
@@ -94,7 +86,7 @@ def config_hash(config_json: dict[str, Any], *, with_minutes: bool = False) -> s
     stable = {
         k: _without_later(k, v)
         for k, v in config_json.items()
-        if k not in ignored and not (k in LATER_KEYS and v == LATER_KEYS[k])
+        if k not in ignored and not (k in LATER_KEYS and v == default_of(k))
     }
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -103,8 +95,10 @@ def _without_later(section: str, value: Any) -> Any:
     """A section's keys, less those added later (``train.micro_batch_tokens``) at default."""
     if not isinstance(value, dict):
         return value
-    later = {k.split(".", 1)[1]: v for k, v in LATER_KEYS.items() if k.startswith(section + ".")}
-    return {k: v for k, v in value.items() if not (k in later and v == later[k])}
+    later = {k.split(".", 1)[1] for k in LATER_KEYS if k.startswith(section + ".")}
+    return {
+        k: v for k, v in value.items() if not (k in later and v == default_of(f"{section}.{k}"))
+    }
 
 
 def save(

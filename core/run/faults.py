@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import PluginFault
+from selfplay.core.memory import OutOfMemory
 from selfplay.core.run import checkpoint
-from selfplay.core.train.state import OutOfMemory
 
 
 @contextlib.contextmanager
@@ -30,7 +30,7 @@ def stopping(trackers: Any, kept_in: Callable[[], Path | None]) -> Iterator[None
         where = kept_in()
         if where is None:
             raise
-        raise type(err)(f"{err} {kept(Path(where))}") from None
+        raise type(err)(f"{err} {kept(Path(where), getattr(err, 'resume_with', None))}") from None
     except BaseException:
         _close(trackers)
         raise
@@ -42,15 +42,17 @@ def _close(logger: Any) -> None:
             logger.finalize("failed")
 
 
-def kept(folder: Path) -> str:
-    """What a stopped run's folder keeps, and how to go on."""
+def kept(folder: Path, resume_with: str | None = None) -> str:
+    """What a stopped run's folder keeps, and how to go on (``resume_with``: a setting the
+    resume must change, ``KEY=VALUE``)."""
     newest = checkpoint.latest(folder)
     if newest is None:
         return (
             f"No checkpoint was written yet: once fixed, `selfplay run --resume {folder}` "
             "starts the run over."
         )
+    change = f" --set {resume_with}" if resume_with else ""
     return (
         f"{folder} keeps everything up to its last checkpoint, {newest.name}: once fixed, "
-        f"continue with `selfplay run --resume {folder}`."
+        f"continue with `selfplay run --resume {folder}{change}`."
     )

@@ -22,9 +22,10 @@ from selfplay.api.game import Game
 from selfplay.api.sampler import LEARNER, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import NAME, RESERVED, learner_config, learner_roles
+from selfplay.core.config.learners import NAME, RESERVED, learner_config, learner_roles
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
+from selfplay.core.processes import Processes
 from selfplay.core.run.build import bound_objective, build_estimator, train_settings
 from selfplay.core.run.hardware import gradient_clipper
 from selfplay.core.run.progress import Ticker
@@ -127,6 +128,7 @@ def check_learner_judges(config: RunConfig, models: Any) -> None:
 
 def prepare_learner(
     fabric: L.Fabric,
+    processes: Processes,
     trained: Learner,
     game: Any,
     reference_wanted: bool,
@@ -161,7 +163,7 @@ def prepare_learner(
     train = config.train
     objective.bind(train_settings(config, objective))
     if fabric.world_size > 1:
-        objective.reduce = _summed(fabric)  # for batch statistics over every process
+        objective.reduce = processes.sum  # for batch statistics over every process
     updater = Updater(
         model=model,
         optimizer=optimizer,
@@ -178,7 +180,7 @@ def prepare_learner(
         micro_batch_tokens=_micro_batch_tokens(train.micro_batch_tokens, model.module),
         no_sync=_no_sync(fabric, model),
         processes=fabric.world_size,
-        reduce=_summed(fabric),
+        reduce=processes.sum,
         average=WeightAverage(model, train.weight_average) if train.weight_average else None,
         measure_mismatch=config.rollout.served,
     )
@@ -218,16 +220,6 @@ def _no_sync(fabric: L.Fabric, model: Any) -> Callable[[bool], Any] | None:
     if fabric.world_size == 1 or getattr(fabric.strategy, "_backward_sync_control", None) is None:
         return None
     return lambda skip: fabric.no_backward_sync(model, enabled=skip)
-
-
-def _summed(fabric: L.Fabric) -> Callable[[torch.Tensor], torch.Tensor]:
-    """A tensor summed over every process (on the device, for NCCL), back on the CPU."""
-
-    def reduce(tensor: torch.Tensor) -> torch.Tensor:
-        total = fabric.all_reduce(tensor.float().to(fabric.device), reduce_op="sum")
-        return total.cpu().double()
-
-    return reduce
 
 
 def _role_context(config: RunConfig, model: Any) -> Callable[[str], Any] | None:

@@ -213,7 +213,7 @@ class RunDisplay:
             transient=True,
         )
         self.lines: PlainLines | None = None
-        self.headed = False
+        self.headed = self.closed = False
 
     def header(self) -> None:
         """What the run is and its recipe's settings, once: before the cold start, so that
@@ -315,11 +315,17 @@ class RunDisplay:
         if hint := troubleshooting_hint(self.fired):
             self.console.print(f"[yellow]{escape(hint)}[/yellow]")
 
-    def __exit__(self, *exc: object) -> None:
-        if not self.enabled:
+    def close(self) -> None:
+        """The bar taken down and the run folder named, once (a run that stops early is
+        closed by ``__exit__``)."""
+        if not self.enabled or self.closed:
             return
+        self.closed = True
         self.progress.stop()
         self.console.print(f"Run folder: {self.folder.path}")
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _uses_advantages(objective: str) -> bool:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from selfplay.api.errors import ConfigError
 from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import learner_config
+from selfplay.core.config.learners import learner_config
 from selfplay.core.run.build import build_objective, reward_expression
 from selfplay.core.run.config_loader import explain
 from selfplay.plugins.manager import registries

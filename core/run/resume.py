@@ -21,9 +21,7 @@ from typing import Any
 import yaml
 from rich.markup import escape
 
-from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import LearnerConfig
-from selfplay.core.config_sections import ColdStartConfig, LoraConfig, TrainConfig
+from selfplay.core.config.changes import differences
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.run import checkpoint
 from selfplay.core.run.run_folder import RunFolder, config_text
@@ -107,10 +105,7 @@ def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -
             loaded[f"model{key}"] = learner.model
     rest = checkpoint.load(fabric, path, loaded)
     settings, saved = config.model_dump(mode="json"), saved_settings(path)
-    if not same_settings(rest["config_hash"], settings, saved):
-        differ = differences(saved, settings) or (
-            f"hash {rest['config_hash']} in the checkpoint, {checkpoint.config_hash(settings)} now"
-        )
+    if differ := setting_differences(rest["config_hash"], settings, saved):
         raise checkpoint.CheckpointError(
             f"The checkpoint {path} was written with other settings ({differ}); resume with "
             "the run folder's own config.yaml."
@@ -131,12 +126,8 @@ def _key(state: RunState, learner: Learner) -> str:
 
 # ---- whether a checkpoint was written with the settings a resume brings -----------------
 #
-# A resume rebuilds its settings from the run folder's config.yaml, so a setting selfplay
-# gained after the checkpoint was written is absent from the checkpoint's copy and holds its
-# default now: it is left out before hashing, and an older run folder still resumes. A
-# setting that really differs is named in the error, beside its two values.
-
-MISSING = object()
+# The rule is core/config/changes.py's: the checkpoint's copy of config.yaml against the
+# resume's settings. A checkpoint without a readable copy is compared by its settings' hash.
 
 
 def saved_settings(path: Path) -> dict[str, Any]:
@@ -148,77 +139,14 @@ def saved_settings(path: Path) -> dict[str, Any]:
     return saved if isinstance(saved, dict) else {}
 
 
-def same_settings(saved_hash: str, settings: dict[str, Any], saved: dict[str, Any]) -> bool:
-    """Whether ``settings`` (the resume's, as JSON) hash to ``saved_hash``: as they are, less
-    the settings added since ``saved`` was written, and either way with the checkpoint's own
-    time limit (checkpoints written before a resume could set a new one hashed it)."""
-    candidates = [settings]
+def setting_differences(saved_hash: str, settings: dict[str, Any], saved: dict[str, Any]) -> str:
+    """What differs between the checkpoint and the resume's ``settings`` ("" when nothing
+    does): the first few settings, or the two hashes when the checkpoint keeps no copy."""
     if saved:
-        candidates.append(_known(settings, saved, _defaults()))
-    minutes = saved.get("minutes", settings["minutes"])
-    return any(
-        saved_hash
-        in (
-            checkpoint.config_hash(candidate),
-            checkpoint.config_hash({**candidate, "minutes": minutes}, with_minutes=True),
-        )
-        for candidate in candidates
-    )
-
-
-class _EachName(dict):
-    """The defaults of a section keyed by names the user chose (``learners.NAME``): the same
-    for every name."""
-
-    def __init__(self, each: dict[str, Any]) -> None:
-        super().__init__()
-        self.each = each
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self.each
-
-
-def _defaults() -> dict[str, Any]:
-    """Every setting's default, a learner's own sections included (a learner that sets
-    ``train`` holds the whole train section)."""
-    defaults = RunConfig().model_dump(mode="json")
-    learner = LearnerConfig().model_dump(mode="json")
-    for key, section in (
-        ("train", TrainConfig),
-        ("cold_start", ColdStartConfig),
-        ("lora", LoraConfig),
-    ):
-        learner[key] = section().model_dump(mode="json")
-    defaults["learners"] = _EachName(learner)
-    return defaults
-
-
-def _known(settings: dict[str, Any], saved: dict[str, Any], defaults: Any) -> dict[str, Any]:
-    """``settings`` less each key that ``saved`` lacks and that holds its default (a setting
-    added later); a key the user set, or one whose default is unknown, stays."""
-    kept = {}
-    for key, value in settings.items():
-        default = defaults.get(key, MISSING) if isinstance(defaults, dict) else MISSING
-        if key in saved and isinstance(value, dict) and isinstance(saved[key], dict):
-            kept[key] = _known(value, saved[key], default)
-        elif key in saved or value != default:
-            kept[key] = value
-    return kept
-
-
-def differences(saved: dict[str, Any], settings: dict[str, Any], limit: int = 4) -> str:
-    """The settings that differ, ``key: SAVED in the checkpoint, NOW now``, the first few."""
-    found: list[str] = []
-
-    def walk(old: Any, new: Any, prefix: str) -> None:
-        if isinstance(old, dict) and isinstance(new, dict):
-            for key in sorted(set(old) | set(new)):
-                if prefix or key not in checkpoint.UNHASHED | {"minutes"}:
-                    walk(old.get(key, MISSING), new.get(key, MISSING), f"{prefix}{key}.")
-        elif old != new and old is not MISSING:
-            shown = "(absent)" if new is MISSING else repr(new)
-            found.append(f"{prefix[:-1]}: {old!r} in the checkpoint, {shown} now")
-
-    walk(saved, settings, "")
-    more = f" and {len(found) - limit} more" if len(found) > limit else ""
-    return "; ".join(found[:limit]) + more
+        found = differences(saved, settings)
+        more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        return "; ".join(found[:4]) + more
+    ours = checkpoint.config_hash(settings)
+    if saved_hash in (ours, checkpoint.config_hash(settings, with_minutes=True)):
+        return ""
+    return f"hash {saved_hash} in the checkpoint, {ours} now"

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
 from selfplay.core.config import RunConfig
+from selfplay.core.config.changes import RESUMABLE, resumable
 from selfplay.core.run.checkpoint import CONFIG, StorageError, free_space, scan
 from selfplay.core.run.config_loader import apply_override, explain
 from selfplay.core.run.episode_log import write_episodes
@@ -256,25 +257,31 @@ def make_run_folder(config: RunConfig) -> RunFolder:
 
 
 def resume_config(
-    folder: Path, iterations: int | None, changed: dict[str, Any], limits: Sequence[str] = ()
+    folder: Path, iterations: int | None, changed: dict[str, Any], overrides: Sequence[str] = ()
 ) -> RunConfig:
-    """The saved config of ``folder``, with a new total of iterations if one is given, and a
-    new time limit from ``limits`` (``minutes=N`` assignments; the last one counts)."""
+    """The saved config of ``folder``, with a new total of iterations if one is given, and the
+    ``overrides`` (``KEY=VALUE``) of settings a resume may change (core/config/changes.py:
+    the time limit, the micro-batch budget, threads, trackers); ``changed`` names anything
+    else the command line set, which is refused."""
     path = Path(folder) / "config.yaml"
     if not path.exists():
         raise ConfigError(f"Cannot resume {folder}: it has no config.yaml (not a run folder?).")
-    if changed:
-        keys = ", ".join(sorted(changed))
+    refused = [*changed, *(a.partition("=")[0].strip() for a in overrides)]
+    refused = [key for key in refused if not resumable(key)]
+    if refused:
         raise ConfigError(
-            f"--resume continues {folder} with its saved config; only --iterations and "
-            f"--set minutes=N may change (also given: {keys}). Start a new run to change them."
+            f"--resume continues {folder} with its saved settings, and may change only what "
+            f"does not change what is trained: --iterations, and --set {', '.join(RESUMABLE[1:])}"
+            f" (also given: {', '.join(sorted(refused))}). Start a new run to change the others."
         )
     data = read_config_data(Path(folder))
     validate_config(Path(folder), data)  # the saved file first: its faults are its own
     if iterations is not None:
         data["iterations"] = iterations
-    for assignment in limits:
+    for assignment in overrides:
         apply_override(data, assignment)
+    for key, value in changed.items():  # --logger
+        data[key] = value
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as err:

@@ -1,11 +1,11 @@
-"""A training run, on Lightning Fabric: everything around the iteration.
+"""A training run, on Lightning Fabric: the loop around the iteration.
 
     build the parts by name (core/run/build.py) -> the run folder
     -> set the learner up: adapters, device, cold start, optimiser, reference (model_setup.py)
     -> resume from the newest checkpoint (resume.py), or start the league
-    -> evaluate -> each iteration (core/train/loop.py): log its matches and metrics,
-       evaluate every ``eval.every``, tell the callbacks, checkpoint
-    -> evaluate -> the closing table, plots and trackers
+    -> each iteration (core/train/loop.py), then the hooks: the run's own duties first
+       (core/run/duties/: the episode log, evaluations, the metrics row, the display, the
+       weight average's hand-over, checkpoints, plots), then the users' callbacks
 
 Fabric owns devices, precision, the DDP / DeepSpeed strategies, checkpoint I/O and loggers;
 the loop itself is ours. Process 0 alone writes the run folder. Plug-ins see the run through
@@ -31,13 +31,14 @@ from selfplay.api.game import Game
 from selfplay.api.reward import RewardContext
 from selfplay.api.run_view import RunView
 from selfplay.api.sampler import OpponentSampler, learner_seat
-from selfplay.api.tasks import iteration_splits
 from selfplay.core.config import RunConfig
-from selfplay.core.config_learners import served
-from selfplay.core.evaluate import EvalResult, task_metrics
-from selfplay.core.models.best_of import searched_task_metrics
+from selfplay.core.config.learners import served
+from selfplay.core.league.league import League, check_keep_best
+from selfplay.core.league.seating import Seats
+from selfplay.core.league.snapshots import snapshot_store
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.processes import Processes
 from selfplay.core.run import faults, resume
 from selfplay.core.run.build import (
     build_callbacks,
@@ -46,7 +47,11 @@ from selfplay.core.run.build import (
     build_sampler,
     check_players,
 )
-from selfplay.core.run.evaluations import evaluate_learners, task_policy
+from selfplay.core.run.duties.checkpoints import Checkpoints, WeightAverageHandOver
+from selfplay.core.run.duties.display import Display, Plots
+from selfplay.core.run.duties.duty import Duty, TrainResult
+from selfplay.core.run.duties.evaluations import Evaluations
+from selfplay.core.run.duties.records import EpisodeLog, MetricsLog
 from selfplay.core.run.hardware import (
     build_fabric,
     core_split,
@@ -60,28 +65,15 @@ from selfplay.core.run.model_setup import (
     check_learner_judges,
     prepare_learner,
 )
-from selfplay.core.run.plots import plots_at_the_end
 from selfplay.core.run.progress import Phase, RunDisplay
 from selfplay.core.run.recipes import reads, resolve
-from selfplay.core.run.run_folder import RunFolder, open_run_folder
+from selfplay.core.run.run_folder import open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
-from selfplay.core.serving.backend import Backend, check_served, served_backend
-from selfplay.core.train.league import League, check_keep_best
+from selfplay.core.serving.backend import Backend, check_rollout_servers, served_backend
 from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.loop import Iteration
 from selfplay.core.train.rollouts import Rollouts
-from selfplay.core.train.samples import untrained_message
-from selfplay.core.train.seating import Seats
-from selfplay.core.train.snapshots import snapshot_store
-from selfplay.core.train.state import Processes, RunState
-
-
-@dataclass
-class TrainResult:
-    folder: RunFolder | None
-    rows: list[dict[str, Any]]
-    before: dict[str, EvalResult]
-    after: dict[str, EvalResult]
+from selfplay.core.train.state import RunState
 
 
 @dataclass
@@ -109,9 +101,10 @@ class Parts:
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     quiet_libraries()
+    config = resolve(config)  # the recipe's settings under the user's (core/run/recipes.py)
     # before Fabric launches the other processes (they rerun this command: a refusal there
     # would come once per process, and under pytest a whole test session per process)
-    check_served(resolve(config))
+    check_rollout_servers(config)
     fabric = build_fabric(config)
     fabric.launch()
     threads, worker_threads = thread_split(config)
@@ -131,14 +124,13 @@ class Trainer:
         console: Any = None,
         workers: tuple[int, list[list[int]] | None] = (0, None),
     ) -> None:
-        config = resolve(config)
         self.workers = workers  # each local rollout worker's threads and cores (None: any)
         self.fabric, self.config, self.console = fabric, config, console
         self.processes = Processes(fabric, trim=config.hardware.malloc_trim)
         self.main = self.processes.main
         torch.manual_seed(config.seed)
         self.parts = Parts.build(config)
-        check_served(config, fabric.world_size)
+        check_rollout_servers(config, fabric.world_size)
         check_loggers(config.loggers, config.logger_options)  # before the run folder is made
         self.folder = open_run_folder(config, self.main)
         self.display: Any = None  # the run's bar, while it shows
@@ -162,7 +154,9 @@ class Trainer:
                 or learner.objective.wants_reference()
                 or any(name.partition(":")[0] == "reference" for name in parts.reward.models)
             )
-            prepare_learner(fabric, learner, parts.game, wanted, resuming, self._say, console)
+            prepare_learner(
+                fabric, self.processes, learner, parts.game, wanted, resuming, self._say, console
+            )
         first = parts.learners[0]
         models = RewardModels(config, first.policy, first.reference, parts.learners)
         shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
@@ -210,7 +204,7 @@ class Trainer:
         )
         if config.hardware.malloc_trim:
             for learner in parts.learners:  # between backward passes
-                learner.updater.release = self.processes.release
+                learner.updater.release = self.processes.heap.release
         return RunState(
             config=config,
             game=parts.game,
@@ -239,11 +233,41 @@ class Trainer:
                     self.backend.close()
 
     def _train(self) -> TrainResult:
+        """The loop alone: the run's duties (core/run/duties/) and the users' callbacks do the
+        rest, on the same hooks, the duties first."""
+        config = self.config
+        state, start, iterate = self._start()
+        result = TrainResult(self.folder)
+        duties = self._duties(state, result)
+        hooks = [*duties, *(callback for _, callback in state.callbacks)]
+        with self.display, frozen_heap():  # the collector skips what setup built (hardware.py)
+            state.view = state.view.at(start)
+            for hook in hooks:
+                hook.on_train_start(state.view)
+            for iteration in range(start + 1, config.iterations + 1):
+                state.view = state.view.at(iteration)
+                played = iterate(iteration)
+                for duty in duties:
+                    duty.on_played(state.view, played)
+                for hook in hooks:
+                    hook.on_iteration_metrics(state.view, played.episodes, played.row)
+                last = iteration == config.iterations or self._out_of_time()
+                state.view = state.view.at(iteration, last=last)
+                for hook in hooks:
+                    hook.on_iteration_end(state.view, played.row)
+                if last:
+                    break
+            for hook in hooks:
+                hook.on_train_end(state.view, result)
+        return result
+
+    def _start(self) -> tuple[RunState, int, Iteration]:
+        """Set up, then resume the newest checkpoint or start the league; the iteration."""
         config = self.config
         found = resume.checkpoints(config.resume, self._say) if config.resume else None
         resuming = bool(found and found.complete)
-        self.display = display = RunDisplay(config, self.folder, self.console, self.main)
-        display.header()  # before the cold start
+        self.display = RunDisplay(config, self.folder, self.console, self.main)
+        self.display.header()  # before the cold start
         self.state = state = self._set_up(resuming=resuming)
         assert self.shared is not None
         if resuming:
@@ -254,7 +278,7 @@ class Trainer:
         start = state.progress.iteration
         if not resuming:
             state.league.start()
-        self.started, earlier = time.perf_counter(), state.progress.seconds
+        self.started = time.perf_counter()
         if config.resume and start >= config.iterations:
             raise ConfigError(
                 f"{config.resume} has already trained {start} iterations; "
@@ -264,67 +288,20 @@ class Trainer:
         sync = self.backend.sync if self.backend is not None else None
         self.rollouts = Rollouts(state, self.processes, self._phase, self._say, sync)
         self.rollouts.start(version=start)  # served: the servers get the weights we start from
-        iterate = Iteration(state, self.processes, self._phase, self._say, self.rollouts)
-        with display, frozen_heap():  # the collector skips what setup built (hardware.py)
-            before = self._before_eval()
-            rows: list[dict[str, Any]] = []
-            state.view = state.view.at(start)
-            for _, callback in state.callbacks:
-                callback.on_train_start(state.view)
-            for iteration in range(start + 1, config.iterations + 1):
-                state.view = state.view.at(iteration)
-                played = iterate(iteration)
-                if self.folder:
-                    self.folder.append_episodes([*played.episodes, *played.voided])
-                row = played.row
-                if config.eval.every and iteration % config.eval.every == 0:
-                    row.update(self._eval_metrics(self.evaluate()))
-                elif splits := iteration_splits(state.game):  # every iteration (api/tasks.py)
-                    with self._phase("held-out tasks", quiet=True) as told:
-                        seed = config.seed + 7919
-                        limit = config.eval.matches
-                        row.update(
-                            task_metrics(
-                                state.game,
-                                task_policy(state),
-                                limit,
-                                seed,
-                                progress=told,
-                                splits=splits,
-                            )
-                        )
-                for _, callback in state.callbacks:
-                    callback.on_iteration_metrics(state.view, played.episodes, row)
-                # the run's training time, a resumed run's earlier processes' included
-                state.progress.seconds = earlier + time.perf_counter() - self.started
-                row["elapsed_seconds"] = state.progress.seconds
-                self._log(row)
-                rows.append(row)
-                display.update(row)
-                last = iteration == config.iterations or self._out_of_time()
-                for learner in state.learners if last else ():
-                    if learner.updater.average is not None:  # the run hands over the average
-                        learner.updater.average.apply()  # (core/train/averaging.py)
-                if last or iteration % config.checkpoint_every == 0:
-                    resume.save(state, self.fabric, self.shared, self.folder, iteration)
-                for _, callback in state.callbacks:
-                    callback.on_iteration_end(state.view, row)
-                if last:
-                    break
-            after, tasks = self.evaluate(), self._task_metrics()
-            display.summary(before, after, state.progress.before_tasks, tasks)
-            if self.folder:
-                self.folder.write_summary(before, after, state.progress.before_tasks, tasks)
-            if message := untrained_message(rows, self.folder and self.folder.path):
-                self._say(f"[yellow]{escape(message)}[/yellow]")
-        if self.folder:
-            plots_at_the_end(self.folder.path, lambda text: self._say(escape(text)))
-        if self.trackers is not None:
-            self.trackers.finalize("success")
-        result = TrainResult(self.folder, rows, before, after)
-        for _, callback in state.callbacks:
-            callback.on_train_end(state.view, result)
-        return result
+        return state, start, Iteration(state, self.processes, self._phase, self._say, self.rollouts)
+
+    def _duties(self, state: RunState, result: TrainResult) -> list[Duty]:
+        """The run's own duties, in the order they are called (core/run/duties/duty.py)."""
+        assert self.shared is not None
+        return [
+            EpisodeLog(self.folder),
+            Evaluations(state, self._phase, result),
+            MetricsLog(self.trackers, state.progress, result, self.started),
+            Display(self.display, self.folder, result, self._say),
+            WeightAverageHandOver(state),
+            Checkpoints(state, self.fabric, self.shared, self.folder),
+            Plots(self.folder, self._say),
+        ]
 
     # ---- pieces ----------------------------------------------------------------------------
 
@@ -345,44 +322,10 @@ class Trainer:
             if isinstance(inner, torch.optim.Optimizer):
                 inner.state.clear()
 
-    def evaluate(self) -> dict[str, EvalResult]:
-        assert self.state is not None
-        with self._phase("evaluation") as told:
-            return evaluate_learners(self.state, told)
-
-    def _before_eval(self) -> dict[str, EvalResult]:
-        assert self.state is not None
-        progress = self.state.progress
-        if progress.before:
-            return {k: EvalResult(**v) for k, v in progress.before.items()}
-        before = self.evaluate()
-        progress.before = {k: v.__dict__.copy() for k, v in before.items()}
-        progress.before_tasks = self._task_metrics()
-        return before
-
-    def _task_metrics(self) -> dict[str, float]:
-        """Held-out accuracy of games with tasks (empty for the others), and best-of-n."""
-        assert self.state is not None
-        state, seed, ev = self.state, self.config.seed + 7919, self.config.eval
-        policy = task_policy(state)
-        with self._phase("held-out tasks") as told:
-            return searched_task_metrics(state.game, policy, ev, seed, state.reward, told)
-
     def _phase(self, label: str, quiet: bool = False) -> Phase:
         console = self.console if self.main else None
         say = self._say if self.main else lambda _: None
         return Phase(label, say, console, self.display, quiet=quiet)
-
-    def _eval_metrics(self, results: dict[str, EvalResult]) -> dict[str, float]:
-        row: dict[str, float] = {}
-        for result in results.values():
-            row.update(result.as_metrics("eval"))
-        row.update(self._task_metrics())
-        return row
-
-    def _log(self, row: dict[str, Any]) -> None:
-        if self.trackers is not None:  # the main process: metrics.csv and the others
-            self.trackers.log(row)
 
     def _say(self, text: str) -> None:
         if self.main and self.console is not None:

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
-from selfplay.core.config_learners import served
+from selfplay.core.config.learners import served
 from selfplay.core.serving.local_workers import LocalWorkers
 from selfplay.core.serving.rollout_client import ServedLearner, Worker, Workers
 from selfplay.core.serving.weight_sync import WeightSync, WeightSyncs
 
 
-def check_served(config: Any, world_size: int = 1) -> None:
-    """Refuse, before any work, what served rollouts do not support (see the module doc)."""
+def check_rollout_servers(config: Any, world_size: int = 1) -> None:
+    """Refuse, before any work, what rollouts on servers do not support (see the module doc)."""
     if not served(config):
         return
     where = "rollout.workers" if config.rollout.workers else "rollout.servers"

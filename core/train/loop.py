@@ -24,25 +24,25 @@ from selfplay.api.errors import blame
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData
 from selfplay.api.types import Episode
+from selfplay.core.memory import OutOfMemory, out_of_memory
+from selfplay.core.metrics_row import MetricsRow
+from selfplay.core.processes import Processes
 from selfplay.core.rollout import VoidMatch
 from selfplay.core.stats import episode_metrics
+from selfplay.core.train.checks import check_scored, flat_advantages, nonfinite, unreadable_terms
 from selfplay.core.train.learners import Learner
+from selfplay.core.train.records import recorded
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import (
     advantage_metrics,
-    check_scored,
     episode_samples,
     finite_advantages,
     finite_samples,
-    flat_advantages,
     invalid_return,
-    nonfinite,
-    recorded,
     reference_answers,
-    unreadable_terms,
 )
 from selfplay.core.train.schedules import apply_schedules
-from selfplay.core.train.state import OutOfMemory, Processes, RunState, out_of_memory
+from selfplay.core.train.state import RunState
 
 # ``phase(label, quiet=True)`` opens a step the terminal may show; the block gets a
 # ``told(done, total)`` callable that reports progress within it
@@ -61,15 +61,12 @@ class Trained:
     nonfinite: dict[str, float]
     advantages: Any
 
-    def named(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        return {f"{self.prefix}{key}": value for key, value in metrics.items()}
-
 
 @dataclass
 class Played:
     """What one iteration hands back to the run: its metrics and the matches to log."""
 
-    row: dict[str, Any]
+    row: MetricsRow
     episodes: list[Episode]  # every process's matches, with their records
     voided: list[VoidMatch]  # every process's voided matches
 
@@ -94,7 +91,7 @@ class Iteration:
         started = time.perf_counter()
         with self._memory("Playing the iteration's matches", self._rollout_settings()):
             batch = self.rollouts.take(iteration)  # seated and played (core/train/rollouts.py)
-        processes.release()  # what the rollout freed goes back to the system
+        processes.heap.release()  # what the rollout freed goes back to the system
         played, branched, void = batch.played, batch.branched, batch.void
         finished = time.perf_counter()
 
@@ -117,23 +114,37 @@ class Iteration:
 
         played = recorded(played, episodes, scores, s.reward.notes(), iteration)
         everyone = processes.gather_episodes(played)
+        league = s.league.after_iteration(iteration, everyone)  # the league learns
+        row = self._row(iteration, episodes, scores, trained, league, batch.metrics)
+        row.timed(finished - started, time.perf_counter() - finished)
+        return Played(row, everyone, processes.gather(void))
+
+    def _row(
+        self,
+        iteration: int,
+        episodes: list[Episode],
+        scores: Any,
+        trained: list[Trained],
+        league: dict[str, float],
+        rollout: dict[str, Any],
+    ) -> MetricsRow:
+        """The iteration's metrics, in metrics.csv's column order."""
         totals = [scored.totals(ep) for ep, scored in zip(episodes, scores, strict=True)]
-        row = {"iteration": iteration, **episode_metrics(episodes, totals, processes.sum)}
-        row.update(s.reward.metrics())
+        row = MetricsRow(iteration)
+        row.add(episode_metrics(episodes, totals, self.processes.sum))
+        row.add(self.state.reward.metrics())
         for done in trained:
-            row.update(done.named(done.stats.means() | done.schedule))
+            row.add(done.stats.means() | done.schedule, done.prefix)
         unreadable_terms(iteration, row, self.say)
         for done in trained:
-            row.update(done.named(done.objective | done.search))
-        row.update(s.league.after_iteration(iteration, everyone))
-        row.update(batch.metrics)  # matches/errors, and rollout/* when served
+            row.add(done.objective | done.search, done.prefix)
+        row.add(league)
+        row.add(rollout)  # matches/errors, and rollout/* when served
         for done in trained:
-            row.update(done.named(done.nonfinite))
+            row.add(done.nonfinite, done.prefix)
         for done in trained:
-            row.update(done.named(advantage_metrics(done.advantages)))
-        row["rollout_seconds"] = finished - started
-        row["update_seconds"] = time.perf_counter() - finished
-        return Played(row, everyone, processes.gather(void))
+            row.add(advantage_metrics(done.advantages), done.prefix)
+        return row
 
     def _samples(
         self, learner: Learner, episodes: list[Episode], scores: Any, iteration: int
@@ -178,7 +189,10 @@ class Iteration:
         with self.phase("update", quiet=True) as told:
             told(0, len(items))  # the bar shows the update's clock: samples trained at the end
             steps = processes.minibatches(len(items), config.train.minibatch_size)
-            with self._memory("The update", self._update_settings(learner)), processes.updating():
+            with (
+                self._memory("The update", self._update_settings(learner)),
+                processes.heap.updating(),
+            ):
                 stats = learner.updater.update(items, s.generator, steps)
         if config.train.reference_update:
             learner.reference.pull(config.train.reference_update)
@@ -189,7 +203,7 @@ class Iteration:
         return Trained(prefix, stats, schedule, reported, search.metrics(), bad, advantages)
 
     @contextmanager
-    def _memory(self, what: str, settings: str) -> Iterator[None]:
+    def _memory(self, what: str, advice: tuple[str, str | None]) -> Iterator[None]:
         """An allocation that fails becomes `OutOfMemory`, naming what to lower."""
         try:
             yield
@@ -197,29 +211,40 @@ class Iteration:
             if not out_of_memory(err):
                 raise
             first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            settings, resume_with = advice
             raise OutOfMemory(
-                f"{what} ran out of memory ({first}). Lower {settings}; "
-                "the run keeps its last checkpoint (resume with --resume once it fits)."
+                f"{what} ran out of memory ({first}). {settings}", resume_with
             ) from None
 
-    def _update_settings(self, learner: Learner) -> str:
+    def _update_settings(self, learner: Learner) -> tuple[str, str | None]:
+        """What to lower, and the setting a resume may lower (docs/troubleshooting.md)."""
         train = learner.config.train
+        prefix = "" if self.state.shared else f"learners.{learner.name}."
+        minibatch = (
+            f"a smaller train.minibatch_size (now {train.minibatch_size}) changes what is "
+            "trained, so it needs a new run."
+        )
         if train.micro_batch_size:
-            return f"train.micro_batch_size (now {train.micro_batch_size}), e.g. to half"
+            half = max(1, train.micro_batch_size // 2)
+            return (
+                f"Lower train.micro_batch_size (now {train.micro_batch_size}), e.g. to {half}: "
+                f"a resume may; {minibatch}",
+                f"{prefix}train.micro_batch_size={half}",
+            )
         tokens = learner.updater.micro_batch_tokens
-        if tokens is None:
-            return "train.micro_batch_tokens (now null: the whole minibatch): set it, e.g. 2048"
-        now = tokens.tokens if tokens.tokens else "auto"
+        now = "null: the whole minibatch" if tokens is None else tokens.tokens or "auto"
         return (
-            f"train.micro_batch_tokens (now {now}), e.g. --set train.micro_batch_tokens=512, "
-            f"or train.minibatch_size (now {train.minibatch_size})"
+            f"Lower train.micro_batch_tokens (now {now}), e.g. to 512: a resume may; {minibatch}",
+            f"{prefix}train.micro_batch_tokens=512",
         )
 
-    def _rollout_settings(self) -> str:
+    def _rollout_settings(self) -> tuple[str, str | None]:
         config = self.state.config
         return (
-            f"matches (now {config.matches}) or generation.max_new_tokens (now "
-            f"{config.generation.max_new_tokens})"
+            f"Lower matches (now {config.matches}) or generation.max_new_tokens (now "
+            f"{config.generation.max_new_tokens}); both change what is trained, so they need a "
+            "new run.",
+            None,
         )
 
     def _trains(self, learner: Learner, role: str, iteration: int) -> bool:

@@ -30,10 +30,11 @@ from typing import Any
 
 from selfplay.api.sampler import LEARNER, is_learner
 from selfplay.api.types import Episode
+from selfplay.core.league.seating import seat_matches
+from selfplay.core.processes import Processes
 from selfplay.core.rollout import VoidMatch, play, voided
 from selfplay.core.train.branching import play_branches
-from selfplay.core.train.seating import seat_matches
-from selfplay.core.train.state import Processes, RunState
+from selfplay.core.train.state import RunState
 
 
 @dataclass

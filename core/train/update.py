@@ -123,7 +123,7 @@ class Updater:
     # sampled tokens, measured on the update's first micro-batch (None: not measured)
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
-    # after each backward pass but the last: hands freed memory back (Processes.release)
+    # after each backward pass but the last: hands freed memory back (core/memory.py)
     release: Callable[[], None] | None = None
     # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
     share_prefixes: bool = True

@@ -1,9 +1,10 @@
 """Code proposer/solver (Absolute Zero, Zhao et al. 2025): one model sets and solves code tasks.
 
     propose  the proposer writes a short deterministic Python function ``f`` and input(s) for a
-             task of the match's kind; the sandbox runs it twice, its clocks set years
-             apart (``CLOCKS``): it must run, give plain values the solver can write as
-             literals, and give the same values both times (so not depend on the time)
+             task of the match's kind; the sandbox runs it ``len(RUNS)`` times, with clocks
+             set years apart and a different hash seed each time (``RUNS``): it must run,
+             give plain values the solver can write as literals, and give the same values
+             every time (so not depend on the time or on the order of a set of strings)
     solve    ``attempts`` solvers (roles ``solver_1`` ... ``solver_G``, each seeing the same
              prompt and nothing of the others) answer in turn:
              deduction  given f and the input, predict the output    (checked by equality)
@@ -61,10 +62,12 @@ from selfplay.verifiers.code_sandbox import Call, RunResult
 
 ATTEMPTS = 4
 CACHED_RUNS = 512
-# The moments the two runs' clocks start at: 2001-09-09 01:46:40 and 2006-01-30 13:28:41 UTC.
-# Year, month, day, weekday, hour, minute and second all differ, and the whole seconds
-# between them leave a remainder of 1 by every number up to 12 (int(time.time()) % k).
+# The check's runs: (clock, hash seed). The clocks start at 2001-09-09 01:46:40 and 2006-01-30
+# 13:28:41 UTC: every field differs, and the seconds between leave 1 by every k up to 12. The
+# seed orders a set of strings; four seeds miss a set of two about one time in eight. Fixed
+# seeds keep every run reproducible; solvers are judged under the first (docs/verifiers.md).
 CLOCKS = (1_000_000_000.25, 1_138_627_721.25)
+RUNS = ((CLOCKS[0], 1), (CLOCKS[1], 2), (CLOCKS[0], 3), (CLOCKS[1], 4))
 OFF = (
     "code-proposer-solver runs model-written Python and is off by default. Switch it on with "
     "--set game_options.allow_code_execution=true (programs run in the code verifier's "
@@ -241,15 +244,19 @@ class CodeProposerSolver(Game):
     def _proposed(self, state: CodeTaskState, action: str) -> CodeTaskState:
         proposal = parse_proposal(action, state.kind, self.options.induction_inputs)
         calls = [Call("f", args) for args in proposal.inputs]
-        first, second = (self._run(proposal.program, calls, copy) for copy in (1, 2))
+        runs = [self._run(proposal.program, calls, 1)]
+        for copy in range(2, len(RUNS) + 1):  # stop at the first run that differs
+            if runs[-1].status != "ok" or _tagged(runs[-1]) != _tagged(runs[0]):
+                break
+            runs.append(self._run(proposal.program, calls, copy))
         update: dict[str, Any] = {
             "program": proposal.program,
             "inputs": tuple(show_arguments(args) for args in proposal.inputs),
             "message": proposal.message,
         }
-        if "error" in (first.status, second.status):
+        if any(run.status == "error" for run in runs):
             return state.model_copy(update={**update, "phase": "done", "void": "sandbox error"})
-        problem, outputs = _validity(first, second, self.options.timeout)
+        problem, outputs = _validity(runs, self.options.timeout)
         if problem is not None:
             return state.model_copy(update={**update, "phase": "done", "rejected": problem})
         return state.model_copy(update={**update, "phase": "solve", "outputs": outputs})
@@ -276,7 +283,8 @@ class CodeProposerSolver(Game):
         if key in self._runs:
             self._runs.move_to_end(key)
             return self._runs[key]
-        result = self.runner().evaluate(program, calls, CLOCKS[copy - 1])
+        clock, hash_seed = RUNS[copy - 1]
+        result = self.runner().evaluate(program, calls, clock, hash_seed)
         self._runs[key] = result
         if len(self._runs) > CACHED_RUNS:
             self._runs.popitem(last=False)
@@ -352,29 +360,32 @@ def learnability(scores: list[float]) -> float:
     return 0.0 if rate in (0.0, 1.0) else 1.0 - rate
 
 
-def _validity(first: RunResult, second: RunResult, timeout: float) -> tuple[str | None, tuple]:
+def _validity(runs: list[RunResult], timeout: float) -> tuple[str | None, tuple]:
     """(why the proposal is invalid or None, the outputs in tagged form)."""
-    if "timeout" in (first.status, second.status):
+    if any(run.status == "timeout" for run in runs):
         return f"f ran longer than {timeout:g} s on its input(s).", ()
+    for run in runs:
+        failed = next((o for o in run.outcomes if o.kind != "ok"), None)
+        if failed is not None:
+            return f"f did not return a plain value: {failed.detail}", ()
+    if len(runs) < len(RUNS) or any(_tagged(run) != _tagged(runs[0]) for run in runs):
+        return "f is not deterministic: two runs returned different values.", ()
     outputs = []
-    for one, two in zip(first.outcomes, second.outcomes, strict=True):
-        if one.kind != "ok" or two.kind != "ok":
-            return (
-                f"f did not return a plain value: {(one if one.kind != 'ok' else two).detail}",
-                (),
-            )
-        tagged = code_values.dumps(one.value)
-        if tagged != code_values.dumps(two.value):  # not ``!=``: nan is not equal to itself
-            return "f is not deterministic: two runs returned different values.", ()
-        text = repr(one.value)
+    for outcome in runs[0].outcomes:
+        text = repr(outcome.value)
         try:
-            writable = read_value(text) == one.value
+            writable = read_value(text) == outcome.value
         except InvalidAction:
             writable = False
         if not writable:
             return f"f returned a value the solver cannot write as a short literal: {text[:40]}", ()
-        outputs.append(tagged)
+        outputs.append(code_values.dumps(outcome.value))
     return None, tuple(outputs)
+
+
+def _tagged(run: RunResult) -> list[str | None]:
+    """Each call's value in tagged form (None if it did not return): here nan equals nan."""
+    return [code_values.dumps(o.value) if o.kind == "ok" else None for o in run.outcomes]
 
 
 def _inputs(state: CodeTaskState, game: CodeProposerSolver) -> str:

@@ -12,7 +12,7 @@ An input block is the argument list of ``f``: ``[1, 2], 3`` calls ``f([1, 2], 3)
 
 A program is checked here only for form (parsing, never running): it must define ``f`` and may
 not import modules whose results change from run to run or that reach the system. That is a
-courtesy to the proposer, not a defence: the sandbox runs every program twice anyway, and the
+courtesy to the proposer, not a defence: the sandbox runs every program several times, and the
 verdict never depends on what a program says about itself.
 
 The seed bank (``games/data/code_tasks.jsonl``) holds short functions with inputs, the outputs

@@ -93,7 +93,7 @@ def test_a_run_that_never_checkpointed_starts_over(tmp_path, kill_at_iteration):
 # SIGKILL from the start of iteration 2 at the N-th call of each of these: the whole
 # iteration, and every step of writing its checkpoint (see tests/helpers/kill_point.py)
 KILL_POINTS = [
-    "core/train/seating.py:seat_matches#1",
+    "core/league/seating.py:seat_matches#1",
     "core/rollout.py:play#1",
     "core/rollout.py:_advance#7",
     "core/reward_pipeline.py:RewardPipeline.__call__#1",
@@ -102,7 +102,7 @@ KILL_POINTS = [
     "core/train/update.py:Updater.update#1",
     "core/train/update.py:Updater._step#2",
     "core/run/episode_log.py:write_episodes#1",
-    "core/train/league.py:League.after_iteration#1",
+    "core/league/league.py:League.after_iteration#1",
     "core/run/run_folder.py:RunFolder._append_metrics#1",
     "core/run/run_folder.py:TensorBoard.log#1",
     "core/run/resume.py:save#1",
@@ -112,7 +112,7 @@ KILL_POINTS = [
     "posix:replace#2",  # the finished folder renamed into place
     "posix:replace#3",  # the pointer replaced
     "core/run/checkpoint.py:_prune#1",
-    "core/train/league.py:League.write_reports#1",
+    "core/league/league.py:League.write_reports#1",
 ]
 
 

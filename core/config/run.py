@@ -1,4 +1,5 @@
-"""RunConfig: every setting of a run, with its default and description.
+"""RunConfig: every setting of a run, with its default and description (its sections live
+beside it: sections.py, rollout.py, learners.py).
 
 The schema only: core/run/config_loader.py builds a RunConfig from defaults, a YAML file,
 flags and ``--set``, and explains a bad key.
@@ -12,9 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from selfplay.api.game import InvalidMoveRules
-from selfplay.core.config_learners import LearnerConfig
-from selfplay.core.config_rollout import BranchConfig, RolloutConfig
-from selfplay.core.config_sections import (
+from selfplay.core.config.learners import LearnerConfig
+from selfplay.core.config.rollout import BranchConfig, RolloutConfig
+from selfplay.core.config.sections import (
     ColdStartConfig,
     EvalConfig,
     GenerationConfig,
@@ -23,20 +24,6 @@ from selfplay.core.config_sections import (
     PoolConfig,
     TrainConfig,
 )
-
-__all__ = [
-    "BranchConfig",
-    "ColdStartConfig",
-    "EvalConfig",
-    "GenerationConfig",
-    "HardwareConfig",
-    "LearnerConfig",
-    "LoraConfig",
-    "PoolConfig",
-    "RolloutConfig",
-    "RunConfig",
-    "TrainConfig",
-]
 
 
 class RunConfig(BaseModel):

@@ -36,8 +36,8 @@ from selfplay.core.rollout import play
 
 if TYPE_CHECKING:
     from selfplay.api.run_view import RunView
-    from selfplay.core.train.seating import Seats
-    from selfplay.core.train.snapshots import SnapshotStore
+    from selfplay.core.league.seating import Seats
+    from selfplay.core.league.snapshots import SnapshotStore
 
 
 class League:

@@ -1,5 +1,5 @@
 """Where the learner's turns are generated and what is played on from its positions: the
-``rollout`` and ``branches`` sections of `RunConfig` (core/config.py).
+``rollout`` and ``branches`` sections of `RunConfig` (core/config/run.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several learners in one run: the ``learners`` section of `RunConfig` (core/config.py).
+"""Several learners in one run: the ``learners`` section of `RunConfig` (core/config/run.py).
 
 With no learners named, one shared policy plays every role. Naming learners gives each group of
 roles a model of its own, with its own optimiser, reference, objective, estimator, learning
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from selfplay.core.config_rollout import server_list
-from selfplay.core.config_sections import ColdStartConfig, LoraConfig, TrainConfig
+from selfplay.core.config.rollout import server_list
+from selfplay.core.config.sections import ColdStartConfig, LoraConfig, TrainConfig
 
 if TYPE_CHECKING:
     from selfplay.core.config import RunConfig

@@ -1,6 +1,6 @@
 """The sections of a run's settings that a learner may hold apart from the run's: generation,
 the update (train), the cold start, LoRA; and those only the run holds: evaluation, hardware,
-the pool. Collected into `RunConfig` by core/config.py.
+the pool. Collected into `RunConfig` by core/config/run.py.
 """
 
 from __future__ import annotations
