@@ -13,6 +13,7 @@ from selfplay.api.types import Message
 from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.kv_cache import PreallocatedLayer, shared_prefix_length
+from selfplay.core.models.sampling import top_p_filter
 from selfplay.core.models.tiny import build_tiny, save_tiny
 from selfplay.games.tictactoe import TicTacToe
 
@@ -208,9 +209,9 @@ def test_a_model_in_training_mode_samples_in_eval_mode_and_is_restored(lively):
 
 def test_top_p_keeps_only_the_nucleus():
     logp = torch.log_softmax(torch.tensor([[3.0, 2.0, 0.0, -1.0]]), dim=-1)
-    kept = hf_policy._top_p_filter(logp, 0.8)
+    kept = top_p_filter(logp, 0.8)
     assert torch.isfinite(kept).tolist() == [[True, True, False, False]]
-    assert torch.isfinite(hf_policy._top_p_filter(logp, 0.01)).sum() == 1
+    assert torch.isfinite(top_p_filter(logp, 0.01)).sum() == 1
 
 
 def test_long_prompts_keep_their_tail(lively):

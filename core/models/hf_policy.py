@@ -61,13 +61,12 @@ from selfplay.core.models.kv_cache import (
     shared_prefix_length,
 )
 from selfplay.core.models.policy_table import CHOICES, choose_legal
+from selfplay.core.models.sampling import RowNoise, top_p_filter
 from selfplay.core.models.tokenizer import render_plain_chat
 
 # A shared prompt prefix is run once when that saves at least this many token positions
 # (one extra batch-1 forward pass costs about as much as ~100 batched positions on a CPU).
 SHARED_PREFIX_MIN_SAVING = 256
-# Noise for several decoding steps is drawn at once, up to this many values per row.
-NOISE_CHUNK_VALUES = 1 << 16
 _MIX = 0x9E3779B97F4A7C15  # odd 64-bit constant that spreads the policy seed over all bits
 
 
@@ -247,7 +246,7 @@ class HFPolicy(Policy):
         full_mask = prompt_mask.new_ones(len(prompts), width + self.max_new_tokens)
         full_mask[:, :width] = prompt_mask
         vocab = logits.shape[-1]
-        noise = None if greedy else _RowNoise(seeds, vocab, self.max_new_tokens, device)
+        noise = None if greedy else RowNoise(seeds, vocab, self.max_new_tokens, device)
         stop = torch.tensor(sorted(self.stop_ids), device=device, dtype=torch.long)
         done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
         tokens = torch.empty(len(prompts), self.max_new_tokens, dtype=torch.long, device=device)
@@ -327,7 +326,7 @@ class HFPolicy(Policy):
         return out.logits[:, -1].float()
 
     def _choose(
-        self, logits: torch.Tensor, noise: _RowNoise | None, step: int
+        self, logits: torch.Tensor, noise: RowNoise | None, step: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Next token per row and its log-probability under the temperature-scaled logits."""
         if self.temperature != 1.0:
@@ -336,41 +335,9 @@ class HFPolicy(Policy):
         if noise is None:
             token = logp.argmax(-1)
         else:
-            scores = _top_p_filter(logp, self.top_p) if self.top_p < 1.0 else logp
+            scores = top_p_filter(logp, self.top_p) if self.top_p < 1.0 else logp
             token = (scores + noise.gumbel(step)).argmax(-1)
         return token, logp.gather(-1, token[:, None]).squeeze(-1)
-
-
-class _RowNoise:
-    """Gumbel noise per row from the row's own generator, drawn a chunk of steps at a time."""
-
-    def __init__(
-        self, seeds: Sequence[int], vocab_size: int, steps: int, device: torch.device
-    ) -> None:
-        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-        self.vocab_size = vocab_size
-        self.device = device
-        self.chunk = max(1, min(steps, NOISE_CHUNK_VALUES // vocab_size))
-        self.start = -1
-        self.block: torch.Tensor | None = None
-
-    def gumbel(self, step: int) -> torch.Tensor:
-        if self.block is None or step >= self.start + self.chunk:
-            shape = (self.chunk, self.vocab_size)
-            uniform = torch.stack([torch.rand(shape, generator=g) for g in self.generators])
-            tiny = torch.finfo(uniform.dtype).tiny
-            self.block = -torch.log(-torch.log(uniform.clamp_(min=tiny))).to(self.device)
-            self.start = step
-        return self.block[:, step - self.start]
-
-
-def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Log-probabilities outside the smallest set with mass >= top_p set to -inf."""
-    sorted_logp, order = logp.sort(dim=-1, descending=True)
-    mass_before = sorted_logp.exp().cumsum(-1) - sorted_logp.exp()
-    drop_sorted = mass_before >= top_p  # the first token is always kept
-    drop = drop_sorted.scatter(-1, order, drop_sorted)
-    return logp.masked_fill(drop, float("-inf"))
 
 
 def _trim(
