@@ -17,8 +17,8 @@ Sides, each in its own process, run one after another and alternated for several
 - ``raw``: the same work in the fewest lines: ``model.generate`` (sampling from the whole
   distribution, as ours does), the rewards, the group baseline, one forward of every prompt +
   completion, the same loss (REINFORCE with the group-normalised advantage over the answer
-  tokens, the token mean), gradient-norm clipping at 1 and one AdamW step: what our loop
-  would cost with nothing around it;
+  tokens, the token mean), gradient-norm clipping at 1 and one AdamW step, dropout off as in
+  ours (``train.dropout=false``): what our loop would cost with nothing around it;
 - ``trl``: ``GRPOTrainer`` with its defaults (gradient checkpointing on);
 - ``trl-no-gc``: the same with ``gradient_checkpointing=False``.
 
@@ -202,7 +202,7 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model).eval()  # no dropout, as ours
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, foreach=True)
     eos, clock, rewards = tokenizer.eos_token_id, {"generation": 0.0, "update": 0.0}, []
     for step in range(args.steps):
@@ -211,7 +211,6 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
         pairs = [pair for pair in pairs for _ in range(COMPLETIONS_PER_PROMPT)]
         prompts = tokenizer([f"{a}+{b}=" for a, b in pairs], add_special_tokens=False,
                             return_tensors="pt")  # fmt: skip
-        model.eval()
         with torch.no_grad():
             rows = model.generate(**prompts, do_sample=True, top_k=0, max_new_tokens=NEW_TOKENS)
         width = prompts.input_ids.shape[1]
@@ -224,7 +223,6 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
         stop = (answers == eos).long()
         mask = (stop.cumsum(1) - stop) == 0  # every token up to the first EOS, that one too
         middle = time.perf_counter()
-        model.train()
         logits = model(rows).logits[:, width - 1 : -1]
         logp = logits.log_softmax(-1).gather(-1, answers[..., None]).squeeze(-1)
         loss = -(advantage * logp)[mask].mean()

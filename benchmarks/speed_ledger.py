@@ -55,18 +55,19 @@ THRESHOLD = 0.03
 class Measure:
     key: str
     label: str
+    column: str  # its heading in the table of rounds
     source: str  # "race" or "run": the child that measures it
     gated: bool  # HEAD slower than the threshold on it fails the ledger
 
 
 MEASURES = (
-    Measure("race", "race, 30 steps (s)", "race", True),
-    Measure("race_generation", "  its generation (s)", "race", False),
-    Measure("race_update", "  its update (s)", "race", False),
-    Measure("iteration", "default run, iteration (s)", "run", True),
-    Measure("iteration_rollout", "  its matches (s)", "run", False),
-    Measure("iteration_update", "  its update (s)", "run", False),
-    Measure("run", "default run, whole command (s)", "run", True),
+    Measure("race", "race, 30 steps (s)", "race", "race", True),
+    Measure("race_generation", "  its generation (s)", "gen", "race", False),
+    Measure("race_update", "  its update (s)", "upd", "race", False),
+    Measure("iteration", "default run, iteration (s)", "iteration", "run", True),
+    Measure("iteration_rollout", "  its matches (s)", "matches", "run", False),
+    Measure("iteration_update", "  its update (s)", "upd", "run", False),
+    Measure("run", "default run, whole command (s)", "command", "run", True),
 )
 
 
@@ -308,12 +309,12 @@ def report(args: argparse.Namespace, checkouts_: list[Checkout], where: Path) ->
     by_label = {c.label: c for c in checkouts_}
     figures: dict[str, dict[str, list[float]]] = {c.label: {} for c in checkouts_}
     shown = [m for m in MEASURES if args.only in (None, m.source)]
-    print("round  commit    " + "".join(f"{m.key:>19}" for m in shown))
+    print("round  commit    " + "".join(f"{m.column:>10}" for m in shown) + "   (seconds)")
     for r, label in schedule((head.label, against.label), args.rounds):
         got = measure_round(by_label[label], args, harnesses[label], model, runs, r)
         for key, value in got.items():
             figures[label].setdefault(key, []).append(value)
-        cells = "".join(f"{got[m.key]:>19.2f}" for m in shown if m.key in got)
+        cells = "".join(f"{got[m.key]:>10.2f}" for m in shown if m.key in got)
         print(f"{r:>5}  {label[:8]:<8}  {cells}", flush=True)
     rows = compare(figures[head.label], figures[against.label], args.threshold)
     print(f"\n{'measure':<32}{'HEAD':>9}{against.label[:9]:>10}{'HEAD speed':>12}  per round")
