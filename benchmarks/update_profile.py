@@ -142,7 +142,12 @@ def report(args: argparse.Namespace, run: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="update-profile-") as folder:
         peer_trl.build_model(Path(folder), seed=0)
         race = argparse.Namespace(
-            model=Path(folder), steps=args.steps, threads=args.threads, precision="32-true", seed=0
+            model=Path(folder),
+            steps=args.steps,
+            threads=args.threads,
+            precision="32-true",
+            seed=0,
+            side="ours",
         )
         result = run(race)
     per_step = 1000 / args.steps
