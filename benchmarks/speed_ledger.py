@@ -27,7 +27,9 @@ It prints every round, then per measure the medians and HEAD's speed against the
 (the commit's seconds over HEAD's: above 1, HEAD is faster), and exits 1 when HEAD is more
 than ``--threshold`` (3%) slower on the race, the iteration or the run. The rounds' spread is
 printed beside them: on a shared machine a 3% move is within the noise, so rerun on a quiet
-one before recording it. Uncommitted changes are not measured (say so, commit first).
+one before recording it. Each child's CPU time (user + system) is shown too, never gated:
+it moves far less with the load than the wall clock does (with ``--threads 1``; two threads
+spin while they wait for each other). Uncommitted changes are not measured.
 """
 
 from __future__ import annotations
@@ -64,10 +66,12 @@ MEASURES = (
     Measure("race", "race, 30 steps (s)", "race", "race", True),
     Measure("race_generation", "  its generation (s)", "gen", "race", False),
     Measure("race_update", "  its update (s)", "upd", "race", False),
-    Measure("iteration", "default run, iteration (s)", "iteration", "run", True),
+    Measure("race_cpu", "  its process's CPU time (s)", "cpu", "race", False),
+    Measure("iteration", "default run, iteration (s)", "iter", "run", True),
     Measure("iteration_rollout", "  its matches (s)", "matches", "run", False),
     Measure("iteration_update", "  its update (s)", "upd", "run", False),
     Measure("run", "default run, whole command (s)", "command", "run", True),
+    Measure("run_cpu", "  its process's CPU time (s)", "cpu", "run", False),
 )
 
 
@@ -142,6 +146,12 @@ def child(command: list[str], env: dict[str, str], what: str, cwd: Path | None =
     return done.stdout
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def check_import(checkout: Checkout, env: dict[str, str]) -> None:
     """That ``import selfplay`` under ``env`` is the worktree's, not an installed copy."""
     out = child([sys.executable, "-c", "import selfplay; print(selfplay.__file__)"], env, "import")
@@ -169,7 +179,9 @@ def race_once(harness: Path, model: Path, threads: int, env: dict[str, str]) -> 
     command = [sys.executable, str(harness), "--side", "ours", "--model", str(model),
                "--steps", "30", "--threads", str(threads), "--precision", "32-true",
                "--seed", "0"]  # fmt: skip
+    cpu = children_cpu()
     out = child(command, env, "the race's ours side")
+    cpu = children_cpu() - cpu
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     if not lines:
         raise LedgerError(f"the race's ours side printed no RESULT line:\n{out[-2000:]}")
@@ -178,6 +190,7 @@ def race_once(harness: Path, model: Path, threads: int, env: dict[str, str]) -> 
         "race": result["seconds"],
         "race_generation": result["generation_seconds"],
         "race_update": result["update_seconds"],
+        "race_cpu": cpu,
     }
 
 
@@ -186,9 +199,9 @@ def run_once(out: Path, threads: int, env: dict[str, str]) -> dict[str, float]:
     command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", "--iterations", "1",
                "--seed", "0", "--out", str(out.parent), "--name", out.name,
                "--set", f"threads={threads}"]  # fmt: skip
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     child(command, env, "the default run", cwd=out.parent)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     with open(out / "metrics.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     rollout = sum(float(row["rollout_seconds"]) for row in rows) / len(rows)
@@ -198,6 +211,7 @@ def run_once(out: Path, threads: int, env: dict[str, str]) -> dict[str, float]:
         "iteration_rollout": rollout,
         "iteration_update": update,
         "run": wall,
+        "run_cpu": cpu,
     }
 
 
@@ -309,12 +323,12 @@ def report(args: argparse.Namespace, checkouts_: list[Checkout], where: Path) ->
     by_label = {c.label: c for c in checkouts_}
     figures: dict[str, dict[str, list[float]]] = {c.label: {} for c in checkouts_}
     shown = [m for m in MEASURES if args.only in (None, m.source)]
-    print("round  commit    " + "".join(f"{m.column:>10}" for m in shown) + "   (seconds)")
+    print("round  commit    " + "".join(f"{m.column:>9}" for m in shown) + "   (seconds)")
     for r, label in schedule((head.label, against.label), args.rounds):
         got = measure_round(by_label[label], args, harnesses[label], model, runs, r)
         for key, value in got.items():
             figures[label].setdefault(key, []).append(value)
-        cells = "".join(f"{got[m.key]:>10.2f}" for m in shown if m.key in got)
+        cells = "".join(f"{got[m.key]:>9.1f}" for m in shown if m.key in got)
         print(f"{r:>5}  {label[:8]:<8}  {cells}", flush=True)
     rows = compare(figures[head.label], figures[against.label], args.threshold)
     print(f"\n{'measure':<32}{'HEAD':>9}{against.label[:9]:>10}{'HEAD speed':>12}  per round")

@@ -178,10 +178,12 @@ def test_main_prints_the_table_and_fails_when_head_is_slower(repo, monkeypatch, 
 
     def race(harness, model, threads, env):
         slow = env["PYTHONPATH"].split(os.pathsep)[0].endswith("path-0")  # HEAD is tree 0
-        return {"race": 10.5 if slow else 10.0, "race_generation": 4.0, "race_update": 6.0}
+        race = {"race": 10.5 if slow else 10.0, "race_generation": 4.0, "race_update": 6.0}
+        return race | {"race_cpu": 20.0}
 
     def run(out, threads, env):
-        return {"iteration": 2.0, "iteration_rollout": 1.0, "iteration_update": 1.0, "run": 30.0}
+        iteration = {"iteration": 2.0, "iteration_rollout": 1.0, "iteration_update": 1.0}
+        return iteration | {"run": 30.0, "run_cpu": 60.0}
 
     monkeypatch.setattr(ledger, "race_once", race)
     monkeypatch.setattr(ledger, "run_once", run)
@@ -191,3 +193,18 @@ def test_main_prints_the_table_and_fails_when_head_is_slower(repo, monkeypatch, 
     rounds = [line.split()[:2] for line in out.splitlines() if line[:5].strip().isdigit()]
     assert rounds == [["1", "HEAD"], ["1", old[:7]], ["2", old[:7]], ["2", "HEAD"]]
     assert len(worktrees(root)) == 1
+
+
+def test_the_race_side_is_read_from_its_result_line(tmp_path):
+    harness = tmp_path / "peer_trl.py"
+    line = '{"seconds": 12.5, "generation_seconds": 4.5, "update_seconds": 7.0}'
+    harness.write_text(f"print('30 steps...')\nprint('RESULT {line}')\n")
+    got = ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
+    assert (got["race"], got["race_generation"], got["race_update"]) == (12.5, 4.5, 7.0)
+    assert got["race_cpu"] >= 0
+    harness.write_text("print('no result here')\n")
+    with pytest.raises(ledger.LedgerError, match="printed no RESULT line"):
+        ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
+    harness.write_text("import sys; sys.exit('the harness broke')\n")
+    with pytest.raises(ledger.LedgerError, match=r"failed \(exit 1\):\n.*the harness broke"):
+        ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
