@@ -14,6 +14,11 @@ Sides, each in its own process, run one after another and alternated for several
   on cores of their own, ``--threads`` split between them;
 - ``ours-unbounded``: ``ours`` with the update's memory left as it was before it was bounded
   by default (no malloc_trim or mmap threshold, the whole minibatch in one backward pass);
+- ``raw``: the same work in the fewest lines: ``model.generate`` (sampling from the whole
+  distribution, as ours does), the rewards, the group baseline, one forward of every prompt +
+  completion, the same loss (REINFORCE with the group-normalised advantage over the answer
+  tokens, the token mean), gradient-norm clipping at 1 and one AdamW step, dropout off as in
+  ours (``train.dropout=false``): what our loop would cost with nothing around it;
 - ``trl``: ``GRPOTrainer`` with its defaults (gradient checkpointing on);
 - ``trl-no-gc``: the same with ``gradient_checkpointing=False``.
 
@@ -23,8 +28,8 @@ the parent adds the foreign CPU load during each side: cores kept busy by other 
 what count on a shared machine.
 
 TRL is never a dependency of this project: it runs from an environment of its own, given
-with ``--trl-python`` (see benchmarks/README.md for how to build it). Without it only our
-side runs.
+with ``--trl-python`` (see benchmarks/README.md for how to build it). Without it TRL's sides
+do not run; ours and ``raw`` run from this environment.
 
     python benchmarks/peer_trl.py --trl-python VENV/bin/python [--rounds 3] [--threads 2]
     python benchmarks/peer_trl.py --trl-python VENV/bin/python --precision bf16-mixed
@@ -49,8 +54,9 @@ PROMPTS_PER_STEP = 32
 COMPLETIONS_PER_PROMPT = 8
 NEW_TOKENS = 4
 LEARNING_RATE = 1e-3
-SIDES = ("ours", "ours-served", "ours-unbounded", "trl", "trl-no-gc")
+SIDES = ("ours", "ours-served", "ours-unbounded", "raw", "trl", "trl-no-gc")
 OURS = ("ours", "ours-served", "ours-unbounded")
+TRL = ("trl", "trl-no-gc")  # run by --trl-python
 PAIRS = (("ours-served", "ours"), ("ours", "ours-unbounded"))  # our sides' ratios reported
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the bare prompt
 
@@ -185,6 +191,57 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# ---- the raw loop --------------------------------------------------------------------------
+
+
+def run_raw(args: argparse.Namespace) -> dict[str, Any]:
+    """Generate, reward, one step of the same loss; nothing else (see the module doc)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model).eval()  # no dropout, as ours
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, foreach=True)
+    eos, clock, rewards = tokenizer.eos_token_id, {"generation": 0.0, "update": 0.0}, []
+    for step in range(args.steps):
+        start = time.perf_counter()
+        pairs = [problem(step * PROMPTS_PER_STEP + i) for i in range(PROMPTS_PER_STEP)]
+        pairs = [pair for pair in pairs for _ in range(COMPLETIONS_PER_PROMPT)]
+        prompts = tokenizer([f"{a}+{b}=" for a, b in pairs], add_special_tokens=False,
+                            return_tensors="pt")  # fmt: skip
+        with torch.no_grad():
+            rows = model.generate(**prompts, do_sample=True, top_k=0, max_new_tokens=NEW_TOKENS)
+        width = prompts.input_ids.shape[1]
+        answers = rows[:, width:]
+        texts = tokenizer.batch_decode(answers, skip_special_tokens=True)
+        reward = torch.tensor([reward_of(t, a, b) for t, (a, b) in zip(texts, pairs, strict=True)])
+        group = reward.view(PROMPTS_PER_STEP, COMPLETIONS_PER_PROMPT)
+        std, mean = torch.std_mean(group, dim=1, keepdim=True, correction=0)
+        advantage = ((group - mean) / (std + 1e-6)).view(-1, 1)
+        stop = (answers == eos).long()
+        mask = (stop.cumsum(1) - stop) == 0  # every token up to the first EOS, that one too
+        middle = time.perf_counter()
+        logits = model(rows).logits[:, width - 1 : -1]
+        logp = logits.log_softmax(-1).gather(-1, answers[..., None]).squeeze(-1)
+        loss = -(advantage * logp)[mask].mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        clock["generation"] += middle - start
+        clock["update"] += time.perf_counter() - middle
+        rewards.append(float(reward.mean()))
+    return {
+        "seconds": clock["generation"] + clock["update"],
+        "generation_seconds": clock["generation"],
+        "update_seconds": clock["update"],
+        "reward_first": rewards[0],
+        "reward_last": rewards[-1],
+    }
+
+
 # ---- TRL's side ----------------------------------------------------------------------------
 
 
@@ -278,7 +335,7 @@ def cpu_busy_seconds() -> float:
 
 
 def run_side(side: str, args: argparse.Namespace, model: Path) -> dict[str, Any]:
-    python = sys.executable if side in OURS else args.trl_python
+    python = args.trl_python if side in TRL else sys.executable
     command = [python, __file__, "--side", side, "--model", str(model), "--steps",
                str(args.steps), "--threads", str(args.threads), "--precision", args.precision,
                "--seed", str(args.seed)]  # fmt: skip
@@ -334,6 +391,8 @@ def main() -> None:
     if args.side:
         if args.side in OURS:
             result = run_ours(args)
+        elif args.side == "raw":
+            result = run_raw(args)
         else:
             result = run_trl(args, checkpointing=args.side == "trl")
         print("RESULT " + json.dumps(result))
@@ -347,8 +406,8 @@ def main() -> None:
         return
     sides = [s for s in args.sides.split(",") if s]
     if not args.trl_python:
-        print("no --trl-python: only our side runs (see benchmarks/README.md for TRL's)")
-        sides = [s for s in sides if s in OURS]
+        print("no --trl-python: TRL's sides do not run (see benchmarks/README.md for them)")
+        sides = [s for s in sides if s not in TRL]
     completions = args.steps * PROMPTS_PER_STEP * COMPLETIONS_PER_PROMPT
     print(
         f"{args.steps} steps x {PROMPTS_PER_STEP} prompts x {COMPLETIONS_PER_PROMPT} "

@@ -10,7 +10,16 @@ iteration, largest first; timers nest (``update`` holds ``score`` and ``backward
 rows do not add up. With ``--ops``, one update (the third) also runs under torch.profiler and
 its operators are printed by self time.
 
+``--all`` times the rest of an iteration too: the matches (the prompts' chat template and
+tokenizing, the decode loop and its parts, the game's rules per match, the episodes built),
+the iteration's bookkeeping and the run's work after it (writing the episodes, the trackers).
+``--raw`` times the race's raw loop instead (generate, forward, backward, clipping, AdamW),
+the yardstick for the same parts. ``--cpu`` reads the main thread's CPU time instead of the
+wall clock: on a shared machine, with ``--threads 1``, that is what the code costs whatever
+else runs.
+
     python benchmarks/update_profile.py [--steps 20] [--threads 1] [--ops]
+    python benchmarks/update_profile.py --all --cpu --steps 15 --threads 1   # and --raw
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from selfplay.core.train import loop
 from selfplay.core.train import update as update_module
 
 CLOCKS: Counter[str] = Counter()
+CLOCK = [time.perf_counter]  # time.thread_time under --cpu
 
 
 def timed(owner: Any, name: str, label: str | None = None) -> None:
@@ -43,11 +53,11 @@ def timed(owner: Any, name: str, label: str | None = None) -> None:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start = CLOCK[0]()
         try:
             return function(*args, **kwargs)
         finally:
-            CLOCKS[label or name] += time.perf_counter() - start
+            CLOCKS[label or name] += CLOCK[0]() - start
 
     setattr(owner, name, wrapper)
 
@@ -68,15 +78,77 @@ def profile_one_update(calls: list[int]) -> None:
     update_module.Updater.update = profiled
 
 
+def time_the_iteration() -> None:
+    """``--all``: the matches, the iteration's bookkeeping and the run's work after it."""
+    from selfplay.core import reward_pipeline, rollout
+    from selfplay.core.models import hf_policy
+    from selfplay.core.run import trainer
+    from selfplay.core.train import rollouts, state
+
+    timed(rollouts.Rollouts, "take", "matches (rollout_seconds)")
+    timed(hf_policy.HFPolicy, "encode", "chat template + tokenize")
+    timed(hf_policy.HFPolicy, "generate", "decode loop")
+    timed(hf_policy.HFPolicy, "_prefill", "prefill")
+    timed(hf_policy._RowNoise, "gumbel", "sampling noise")
+    timed(rollout, "_start", "game: reset, match rng")
+    timed(rollout, "_advance", "game: judge, turn")
+    timed(rollout, "_finish", "game: episode")
+    timed(reward_pipeline.RewardPipeline, "__call__", "rewards")
+    timed(loop.Iteration, "_train", "the learner's update")
+    timed(state.Processes, "release", "malloc_trim checks")
+    timed(trainer.Trainer, "_log", "trackers")
+
+
+def time_the_raw_loop() -> None:
+    from transformers import GPT2LMHeadModel
+
+    forward, generating = GPT2LMHeadModel.forward, [False]
+
+    def update_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        """The update's forward pass, timed; generate's own are left to its timer."""
+        if generating[0]:
+            return forward(self, *args, **kwargs)
+        start = CLOCK[0]()
+        try:
+            return forward(self, *args, **kwargs)
+        finally:
+            CLOCKS["forward"] += CLOCK[0]() - start
+
+    def marked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        generating[0] = True
+        try:
+            return generate(self, *args, **kwargs)
+        finally:
+            generating[0] = False
+
+    GPT2LMHeadModel.forward = update_forward
+    generate = GPT2LMHeadModel.generate
+    GPT2LMHeadModel.generate = marked
+    timed(GPT2LMHeadModel, "generate")
+    timed(torch.Tensor, "backward")
+    timed(torch.optim.AdamW, "step", "adamw step")
+    timed(torch.nn.utils, "clip_grad_norm_", "clip grad norm")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ops", action="store_true", help="torch.profiler table of one update")
+    parser.add_argument("--all", action="store_true", help="the whole iteration, not the update")
+    parser.add_argument("--raw", action="store_true", help="the race's raw loop instead of ours")
+    parser.add_argument("--cpu", action="store_true", help="the main thread's CPU time")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.cpu:
+        CLOCK[0] = time.thread_time
+    if args.raw:
+        time_the_raw_loop()
+        return report(args, peer_trl.run_raw)
     if args.ops:
         profile_one_update([0])
+    if args.all:
+        time_the_iteration()
     timed(update_module.Updater, "update")
     timed(update_module, "score")
     timed(scoring, "pack")
@@ -86,20 +158,30 @@ def main() -> None:
     timed(run_folder.RunFolder, "append_episodes", "write episodes")
     timed(loop, "recorded", "episode records")
     timed(loop, "episode_samples", "samples")
+    report(args, peer_trl.run_ours)
+
+
+def report(args: argparse.Namespace, run: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="update-profile-") as folder:
         peer_trl.build_model(Path(folder), seed=0)
         race = argparse.Namespace(
-            model=Path(folder), steps=args.steps, threads=args.threads, precision="32-true", seed=0
+            model=Path(folder),
+            steps=args.steps,
+            threads=args.threads,
+            precision="32-true",
+            seed=0,
+            side="ours",
         )
-        result = peer_trl.run_ours(race)
+        result = run(race)
     per_step = 1000 / args.steps
     print(
         f"{args.steps} iterations, {args.threads} thread(s): update_seconds "
         f"{result['update_seconds'] * per_step:.1f} ms, rollout "
-        f"{result['generation_seconds'] * per_step:.1f} ms per iteration"
+        f"{result['generation_seconds'] * per_step:.1f} ms per iteration (wall clock); "
+        f"timers: {'CPU time of the main thread' if args.cpu else 'wall clock'}"
     )
     for name, seconds in CLOCKS.most_common():
-        print(f"{name:>16}: {seconds * per_step:7.1f} ms per iteration")
+        print(f"{name:>26}: {seconds * per_step:7.1f} ms per iteration")
 
 
 if __name__ == "__main__":
