@@ -33,7 +33,8 @@ from selfplay.api.run_view import RunView
 from selfplay.api.sampler import OpponentSampler, learner_seat
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import served
-from selfplay.core.league.league import League, check_keep_best
+from selfplay.core.league.keep_best import check_keep_best
+from selfplay.core.league.league import League
 from selfplay.core.league.seating import Seats
 from selfplay.core.league.snapshots import snapshot_store
 from selfplay.core.models.loading import hub_folder
@@ -47,7 +48,11 @@ from selfplay.core.run.build import (
     build_sampler,
     check_players,
 )
-from selfplay.core.run.duties.checkpoints import Checkpoints, WeightAverageHandOver
+from selfplay.core.run.duties.checkpoints import (
+    Checkpoints,
+    LeagueTables,
+    WeightAverageHandOver,
+)
 from selfplay.core.run.duties.display import Display, Plots
 from selfplay.core.run.duties.duty import Duty, TrainResult
 from selfplay.core.run.duties.evaluations import Evaluations
@@ -300,6 +305,7 @@ class Trainer:
             Display(self.display, self.folder, result, self._say),
             WeightAverageHandOver(state),
             Checkpoints(state, self.fabric, self.shared, self.folder),
+            LeagueTables(state.league, self.folder, self.config.checkpoint_every),
             Plots(self.folder, self._say),
         ]
 

@@ -15,8 +15,8 @@ The duties, in the order the trainer calls them (core/run/trainer.py):
     the metrics row        elapsed time, then every tracker (records.py)
     the display            the bar, the closing table and what it says at the end (display.py)
     the weight average     handed over at the last iteration (checkpoints.py)
-    checkpoints            every ``checkpoint_every``, at the last iteration, out of time
-                           (checkpoints.py)
+    checkpoints            every ``checkpoint_every``, at the last iteration, out of time,
+                           and the league's tables with each (checkpoints.py)
     plots                  the run's figures at the end (display.py)
     the trackers' end      finalised once everything is written (records.py)
 """
