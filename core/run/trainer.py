@@ -47,6 +47,7 @@ from selfplay.core.run.build import (
     build_reward,
     build_sampler,
     check_players,
+    train_settings,
 )
 from selfplay.core.run.duties.checkpoints import (
     Checkpoints,
@@ -154,8 +155,9 @@ class Trainer:
         for learner in parts.learners:
             train = learner.config.train
             kl = "kl_coef" in reads(learner.objective)  # the objective's own KL, if scheduled
+            kl_coef = train_settings(learner.config, learner.objective).kl_coef
             wanted = (
-                (kl and (train.kl_coef > 0 or train.kl_coef_step > 0))
+                (kl and (kl_coef > 0 or train.kl_coef_step > 0))
                 or learner.objective.wants_reference()
                 or any(name.partition(":")[0] == "reference" for name in parts.reward.models)
             )
