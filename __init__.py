@@ -15,7 +15,17 @@ from selfplay.api.game import (
     InvalidAction,
     InvalidMoveRules,
 )
-from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.objective import (
+    Clip,
+    EntropyCoef,
+    IterationData,
+    KLCoef,
+    Loss,
+    Objective,
+    RoleLRScale,
+    Scored,
+    UpdateEpochs,
+)
 from selfplay.api.options import Options
 from selfplay.api.policy import MockPolicy, Policy, Request, ScriptedPolicy
 from selfplay.api.recipe import Recipe
@@ -34,8 +44,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Callback",
+    "Clip",
     "Completion",
     "ConfigError",
+    "EntropyCoef",
     "Episode",
     "Estimator",
     "Game",
@@ -44,6 +56,7 @@ __all__ = [
     "InvalidAction",
     "InvalidMoveRules",
     "IterationData",
+    "KLCoef",
     "Loss",
     "Message",
     "MockPolicy",
@@ -55,12 +68,14 @@ __all__ = [
     "Recipe",
     "Request",
     "Reward",
+    "RoleLRScale",
     "RunView",
     "Sample",
     "Scored",
     "ScriptedPolicy",
     "Suite",
     "Turn",
+    "UpdateEpochs",
     "Verdict",
     "Verifier",
     "__version__",

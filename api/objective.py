@@ -19,9 +19,15 @@ runs unchanged on LoRA adapters, DDP and DeepSpeed.
 Minibatches hold whole items; under several processes every process takes the same number of
 optimiser steps, so an objective must not assume its items are the whole batch.
 
-An objective owns its settings: `reads` names the update settings (``train.*``) it reads, and
-`TrainSettings` carries only those. A setting the user gives that the objective does not read
-would do nothing, so the run refuses it; a recipe's is left out with a note.
+An objective owns its settings: they are fields of its `Options` (``objective_options.*``),
+typed, with their defaults and descriptions, so ``selfplay objectives`` lists them. The
+algorithm settings several objectives share are typed once here (`UpdateEpochs`, `Clip`,
+`KLCoef`, `EntropyCoef`, `RoleLRScale`: the `TRAIN_KEYS`); an objective that reads one
+declares it among its options, and `reads` is derived from them. They reach the objective as
+`TrainSettings` (``self.train``), the form `loss` reads. The old spellings ``train.clip``,
+``train.kl_coef``, ... are mapped onto ``objective_options`` (docs/configuration.md). A
+setting the user gives that the objective does not take would do nothing, so the run refuses
+it; a recipe's is left out with a note.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
+
+from pydantic import Field
 
 from selfplay.api.options import Options
 
@@ -69,16 +77,36 @@ class Loss:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-#: The update settings an objective may read (``train.*``); `Objective.reads` names its own.
-#: ``kl_coef`` brings its schedule (``kl_coef_step``, ``kl_coef_max``) and
-#: ``reference_update`` (the KL reference moving toward the policy).
+# ---- the algorithm settings objectives share, typed once -----------------------------------
+#
+# An objective that reads one declares it among its `Options` (``kl_coef: KLCoef = 0.05``).
+# ``kl_coef`` brings its schedule (``train.kl_coef_step``, ``train.kl_coef_max``) and
+# ``train.reference_update`` (the KL reference moving toward the policy), which stay in train.
+
+UpdateEpochs = Annotated[
+    int,
+    Field(
+        ge=1,
+        description="Passes over each batch (PPO-clip against the sampled "
+        "log-probabilities when more than 1).",
+    ),
+]
+Clip = Annotated[float, Field(gt=0, description="PPO ratio clip epsilon.")]
+KLCoef = Annotated[float, Field(ge=0, description="Weight of the KL to the reference.")]
+EntropyCoef = Annotated[float, Field(ge=0, description="Weight of the entropy bonus.")]
+RoleLRScale = Annotated[
+    dict[str, float], Field(description="Per-role loss scale, e.g. {player_1: 0.5}.")
+]
+
+#: The shared algorithm settings, by name; `TrainSettings` carries them to `loss`.
 TRAIN_KEYS = ("update_epochs", "clip", "kl_coef", "entropy_coef", "role_lr_scale")
 
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """The run's update settings an objective reads (``train.*`` in the config); those it
-    does not read (`Objective.reads`) keep the neutral values below."""
+    """The shared algorithm settings an objective reads (its options), as `loss` reads them
+    (``self.train``); those it does not read (`Objective.reads`) keep the neutral values
+    below."""
 
     update_epochs: int = 1
     clip: float = 0.2
@@ -129,10 +157,12 @@ class Objective(ABC):
         self.train = TrainSettings()
 
     def reads(self) -> frozenset[str]:
-        """The update settings (of `TRAIN_KEYS`) this objective reads; ``update_epochs`` only,
-        unless it says more. An objective that ``needs`` advantages reads the estimator's
-        settings too (``estimator``, ``estimator_options``, ``train.search_weight``)."""
-        return frozenset({"update_epochs"})
+        """The shared algorithm settings (of `TRAIN_KEYS`) this objective reads: those its
+        `Options` declare, else ``update_epochs`` only. An objective that ``needs`` advantages
+        reads the estimator's settings too (``estimator``, ``estimator_options``,
+        ``train.search_weight``)."""
+        declared = frozenset(TRAIN_KEYS) & set(type(self).Options.model_fields)
+        return declared or frozenset({"update_epochs"})
 
     @staticmethod
     def reduce(tensor: torch.Tensor) -> torch.Tensor:

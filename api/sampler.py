@@ -33,9 +33,12 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from selfplay.api.options import Options
+
+if TYPE_CHECKING:
+    from selfplay.api.ratings import Payoffs
 
 LEARNER = "learner"
 # the learner playing its argmax moves: an opponent seat it does not train on
@@ -105,6 +108,10 @@ class OpponentSampler(ABC):
     positional: ClassVar[str | None] = None
     #: True when the sampler draws from the pool of snapshots: the loop then takes them.
     uses_pool: bool = False
+    #: The league's payoff table (api/ratings.py) under the names this sampler knows the
+    #: holders by, handed to it before each ``update``: the matches every pair of holders
+    #: played, the sampler's own requests (``wanted_matches``) among them. None outside a run.
+    payoff_table: Payoffs | None = None
 
     def __init__(self, **options: Any) -> None:
         self.options = type(self).Options(**options)
@@ -118,7 +125,8 @@ class OpponentSampler(ABC):
         """The holder of one opponent seat; ``members`` are the pool's names (oldest first)."""
 
     def update(self, episodes: Sequence[Any]) -> None:
-        """Learn from finished episodes (ratings, payoff matrices); stateless by default."""
+        """Learn from finished episodes (ratings, a meta-strategy from ``payoff_table``, which
+        already holds them); stateless by default."""
 
     def wanted_matches(self, members: Sequence[str]) -> list[tuple[str, str]]:
         """Pairs of members whose matches the sampler wants played after the pool changed."""

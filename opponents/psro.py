@@ -8,8 +8,9 @@ PSRO repeats three phases; here they map onto the loop like this:
 2. Expansion: every ``pool.snapshot_every`` iterations the learner's snapshot joins the pool
    (the loop adds it).
 3. Evaluation and meta-solve: ``wanted_matches`` asks for matches between the new member and
-   every member (the empirical payoff matrix grows by one row and column); ``update`` records
-   their results and the meta-solver turns the matrix into the next sigma.
+   every member (the empirical payoff matrix grows by one row and column); the league records
+   their results in its payoff table (api/ratings.py, ``self.payoff_table``), the one table
+   crossplay.csv shows, and ``update`` has the meta-solver turn the matrix into the next sigma.
 
 Meta-solvers come from `selfplay.opponents.meta_solvers` by name: ``uniform`` (fictitious
 play), ``nash`` (linear programming), ``prd`` (projected replicator dynamics), ``rm`` (regret
@@ -61,7 +62,6 @@ class PSRO(OpponentSampler):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.meta_solver, self.p_latest = self.options.meta_solver, self.options.p_latest
-        self.payoffs: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
         self.sigma: dict[str, float] = {}
         self.members: list[str] = []  # the pool as of the last evaluation
 
@@ -87,28 +87,20 @@ class PSRO(OpponentSampler):
 
     def wanted_matches(self, members: Sequence[str]) -> list[tuple[str, str]]:
         self.members = list(members)
-        return [
-            (a, b)
-            for i, a in enumerate(members)
-            for b in members[i + 1 :]
-            if (a, b) not in self.payoffs
-        ]
+        met = self.payoff_table.met if self.payoff_table is not None else lambda a, b: False
+        return [(a, b) for i, a in enumerate(members) for b in members[i + 1 :] if not met(a, b)]
 
     def update(self, episodes: Sequence[Any]) -> None:
-        changed = False
-        for episode in episodes:
-            holders = list(episode.seats.items())
-            if len(holders) != 2 or episode.outcome is None:
-                continue
-            (ra, a), (rb, b) = holders
-            if LEARNER in (a, b) or a == b:
-                continue  # training matches: the learner is not a fixed pool member
-            for x, y, payoff in ((a, b, episode.outcome[ra]), (b, a, episode.outcome[rb])):
-                total = self.payoffs.setdefault((x, y), [0.0, 0.0])
-                total[0] += payoff
-                total[1] += 1
-            changed = True
-        if changed:
+        """Solve again when members played each other (the league has recorded the matches)."""
+        played = [
+            episode
+            for episode in episodes
+            if len(episode.seats) == 2
+            and episode.outcome is not None
+            and LEARNER not in episode.seats.values()  # training: the learner is no member
+            and len(set(episode.seats.values())) == 2
+        ]
+        if played and self.payoff_table is not None:
             self._solve(self.members or self._known_members())
 
     def _solve(self, members: Sequence[str]) -> None:
@@ -118,30 +110,22 @@ class PSRO(OpponentSampler):
 
     def matrix(self, members: Sequence[str]) -> list[list[float]]:
         """Mean payoff of row member against column member (0 where no match was played)."""
-        rows = []
-        for a in members:
-            row = []
-            for b in members:
-                total, n = self.payoffs.get((a, b), (0.0, 0.0))
-                row.append(total / n if n else 0.0)
-            rows.append(row)
-        return rows
+        assert self.payoff_table is not None, "the league hands PSRO its payoff table"
+        return self.payoff_table.matrix(members)
 
     def _known_members(self) -> list[str]:
-        return sorted({a for a, _ in self.payoffs})
+        assert self.payoff_table is not None
+        pairs = [(a, b) for a, b in self.payoff_table.pairs if LEARNER not in (a, b)]
+        return sorted({a for a, _ in pairs})
 
     def metrics(self) -> dict[str, float]:
         return {f"psro/sigma/{m}": w for m, w in self.sigma.items()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "payoffs": [[a, b, t, n] for (a, b), (t, n) in self.payoffs.items()],
-            "sigma": dict(self.sigma),
-            "members": list(self.members),
-        }
+        return {"sigma": dict(self.sigma), "members": list(self.members)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.payoffs = {(a, b): [t, n] for a, b, t, n in state["payoffs"]}
+        """An older checkpoint's own payoffs are left: the league's table holds the same."""
         self.sigma = dict(state["sigma"])
         self.members = list(state["members"])
 

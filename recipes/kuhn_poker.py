@@ -39,7 +39,7 @@ LEGAL = Recipe(
         "generation.choice": "legal",
         "objective": "legal-pg",
         "train.lr": 5e-5,
-        "train.kl_coef": 0.5,
+        "objective_options.kl_coef": 0.5,
         "train.reference_update": 0.05,
         "eval.matches": 200,
         "pool.snapshot_every": 5,

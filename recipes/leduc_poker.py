@@ -32,7 +32,7 @@ LEDUC = Recipe(
         "objective": "legal-pg",
         "reward_mode": "normalize",
         "train.lr": 1e-4,
-        "train.kl_coef": 1.0,
+        "objective_options.kl_coef": 1.0,
         "train.reference_update": 0.0,
         "train.minibatch_size": 64,
         "iterations": 20,

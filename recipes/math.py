@@ -49,19 +49,23 @@ RECIPES = (
     Recipe(
         "math-spin",
         "SPIN: dpo with the bank's worked solution as the chosen side.",
-        {"objective": "dpo", "objective_options.chosen": "reference", "train.update_epochs": 2},
+        {
+            "objective": "dpo",
+            "objective_options.chosen": "reference",
+            "objective_options.update_epochs": 2,
+        },
         base="math-sums",
     ),
     Recipe(
         "math-dpo",
         "dpo on best-against-worst pairs by the verifier's verdict (the verifier as judge).",
-        {"objective": "dpo", "train.update_epochs": 2},
+        {"objective": "dpo", "objective_options.update_epochs": 2},
         base="math-sums",
     ),
     Recipe(
         "math-grpo",
         "pg with the group baseline, the policy-gradient reference point.",
-        {"objective": "pg", "estimator": "grpo", "train.kl_coef": 0.02},
+        {"objective": "pg", "estimator": "grpo", "objective_options.kl_coef": 0.02},
         base="math-sums",
     ),
 )

@@ -48,8 +48,8 @@ _LONGER = {
     "game_options.compact": True,
     "matches": 256,
     "train.minibatch_size": 128,
-    "train.update_epochs": 2,
-    "train.kl_coef": 0.02,
+    "objective_options.update_epochs": 2,
+    "objective_options.kl_coef": 0.02,
     "estimator_options.decay": 0,
     "estimator_options.per_opponent": True,
     "train.search_weight": 0,  # as measured, before tic-tac-toe's recipe had search targets

@@ -11,7 +11,7 @@ import torch
 
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
-from selfplay.core.league.league import best_member, leader
+from selfplay.core.league.keep_best import best_member, leader
 from selfplay.core.league.snapshots import SnapshotError, SnapshotStore
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.run.build import build_learner

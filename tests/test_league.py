@@ -133,3 +133,39 @@ def test_ddp_processes_share_the_pool_and_end_with_identical_weights(tmp_path):
         "snapshot-0.pt", "snapshot-1.pt", "snapshot-2.pt"
     ]  # fmt: skip
     assert [int(r["matches"]) for r in metrics(folder)] == [8, 8]
+
+
+def test_psros_matrix_is_the_crossplay_table_a_user_reads(tmp_path):
+    """One payoff table: PSRO solves the matrix of the same matches crossplay.csv shows."""
+    config = config_for(tmp_path, game="kuhn-poker", opponent="psro:nash", iterations=3)
+    result = train(config)
+    with (result.folder.path / "crossplay.csv").open() as handle:
+        shown = {
+            (r["holder"], r["opponent"]): float(r["mean_payoff"]) for r in csv.DictReader(handle)
+        }
+    met = [(a, b) for a, b in shown if a.startswith("snapshot:") and b.startswith("snapshot:")]
+    assert met, "the pool's members played each other"
+    state = json.loads(json.dumps(_league_state(result.folder.path)))
+    table = {(a, b): p / n for a, b, p, _, n in state["payoffs"]["pairs"]}
+    for pair in met:
+        assert table[pair] == pytest.approx(shown[pair], abs=5e-5)
+
+
+def _league_state(folder: Path) -> dict:
+    import torch
+
+    newest = sorted((folder / "checkpoints").glob("iter-*"))[-1]
+    state = torch.load(newest / "state.ckpt", weights_only=False)
+    return state["league"]
+
+
+def test_an_older_checkpoints_two_tables_load_as_the_one_table():
+    from selfplay.core.league.league import _older_tables
+
+    older = {
+        "results": [["a", "b", 2.0, 2.0], ["b", "a", -2.0, 2.0]],
+        "scores": [["a", "b", 2.0, 2.0], ["b", "a", 0.0, 2.0]],
+    }
+    assert _older_tables(older) == [["a", "b", 2.0, 2.0, 2.0], ["b", "a", -2.0, 0.0, 2.0]]
+    without_scores = {"results": older["results"]}  # keep-best was off: nobody read scores
+    assert _older_tables(without_scores)[0] == ["a", "b", 2.0, 1.0, 2.0]

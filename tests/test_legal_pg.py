@@ -90,7 +90,7 @@ def test_a_written_move_or_a_second_epoch_is_refused_with_the_fix():
         objective.prepare(IterationData([_sample((5, 0), menu=())], [1.0], encode=_encode))
     # dropped samples (advantage None) are skipped, not checked
     assert objective.prepare(IterationData([_sample((5, 0), menu=())], [None])) == []
-    with pytest.raises(ConfigError, match=r"train\.update_epochs=1"):
+    with pytest.raises(ConfigError, match=r"objective_options\.update_epochs=2"):
         objective.bind(TrainSettings(update_epochs=2))
 
 
@@ -102,7 +102,7 @@ def test_a_run_without_the_legal_choice_is_refused_before_the_model_loads(capsys
     assert "legal-pg" in err and "--set generation.choice=legal" in err
     # two epochs are refused as early: no run folder is left behind either time
     assert main([*args, "--set", "generation.choice=legal", "--set", "train.update_epochs=2"]) == 2
-    assert "train.update_epochs=1" in capsys.readouterr().err
+    assert "objective_options.update_epochs=2" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 

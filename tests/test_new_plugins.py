@@ -60,7 +60,7 @@ def test_the_rendered_plugin_is_listed_with_its_plugin(site, kind, tmp_path):
     if kind == "objective":
         assert rows["sequence-pg"]["options"]["beta"]["default"] == 0.05
         assert rows["sequence-pg"]["reads"] == (
-            "train.role_lr_scale, train.update_epochs, the estimator"
+            "objective_options.role_lr_scale, objective_options.update_epochs, the estimator"
         )
 
 

@@ -169,3 +169,37 @@ def test_objectives_are_listed_with_pg():
     out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pg" in {row["name"] for row in json.loads(out.stdout)}
+
+
+def test_an_objective_written_before_its_settings_were_options_still_reads_them(monkeypatch):
+    """An objective that names what it reads in ``reads()`` and declares none of it among its
+    options (the public API before the settings moved) is given them as before: from
+    ``objective_options`` or the old ``train.*`` names, the train section's old defaults
+    where unset; one it does not read is refused."""
+    from selfplay.api.objective import Objective
+    from selfplay.core.run.build import bound_objective
+    from selfplay.core.run.config_loader import build_config
+    from selfplay.plugins.manager import registries
+
+    class OldStyle(Objective):
+        name = "old-style"
+
+        def reads(self):
+            return frozenset({"update_epochs", "kl_coef", "role_lr_scale"})
+
+        def prepare(self, data):
+            return []
+
+        def loss(self, items, current, reference):
+            raise AssertionError("not called")
+
+    objectives = registries().objectives
+    real = objectives.get
+    monkeypatch.setattr(objectives, "get", lambda n: OldStyle if n == "old-style" else real(n))
+    given = ["train.role_lr_scale={player_1: 0.5}", "objective_options.update_epochs=2"]
+    objective = bound_objective(build_config(None, {"objective": "old-style"}, given))
+    assert objective.train.role_lr_scale == {"player_1": 0.5}
+    assert objective.train.update_epochs == 2
+    assert objective.train.kl_coef == 0.05  # unset: as the train section's default was
+    with pytest.raises(ConfigError, match="objective 'old-style' has no option clip"):
+        bound_objective(build_config(None, {"objective": "old-style"}, ["train.clip=0.3"]))

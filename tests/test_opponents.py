@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 import torch
 
+from selfplay.api.ratings import Payoffs
 from selfplay.api.sampler import LEARNER, Pool
 from selfplay.api.types import Episode
 from selfplay.opponents.elo import BandController, EloSampler
@@ -21,6 +22,14 @@ def match(a: str, b: str, payoff_a: float) -> Episode:
         game="g", seed=0, seats={"p0": a, "p1": b}, turns=(),
         outcome={"p0": payoff_a, "p1": -payoff_a},
     )  # fmt: skip
+
+
+def learn(sampler, episodes) -> None:
+    """What the league does: the matches go into its payoff table, then the sampler learns."""
+    if sampler.payoff_table is None:
+        sampler.payoff_table = Payoffs()
+    sampler.payoff_table.record(episodes)
+    sampler.update(episodes)
 
 
 def test_pfsp_draws_the_selves_the_learner_still_loses_to():
@@ -95,13 +104,14 @@ def test_psro_fills_the_matrix_and_solves_for_the_meta_strategy():
     # rock-paper-scissors among three members: the Nash meta-strategy is uniform
     members = ["a", "b", "c"]
     psro = PSRO(meta_solver="nash")
+    psro.payoff_table = Payoffs()
     assert psro.wanted_matches(members) == [("a", "b"), ("a", "c"), ("b", "c")]
     beats = {("a", "b"), ("b", "c"), ("c", "a")}
     episodes = []
     for x, y in psro.wanted_matches(members):
         won = 1.0 if (x, y) in beats else -1.0
         episodes += [match(x, y, won), match(y, x, -won)]
-    psro.update(episodes)
+    learn(psro, episodes)
     assert psro.matrix(members) == [[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]]
     assert psro.mixture(members) == pytest.approx(dict.fromkeys(members, 1 / 3), abs=1e-6)
     assert psro.wanted_matches(members) == []  # every pair evaluated
@@ -111,8 +121,8 @@ def test_psro_fills_the_matrix_and_solves_for_the_meta_strategy():
 def test_psro_gives_a_dominated_member_no_weight_and_ignores_training_matches():
     psro = PSRO(meta_solver="nash")
     psro.wanted_matches(["weak", "strong"])
-    psro.update([match("strong", "weak", 1.0), match("weak", "strong", -1.0)])
-    psro.update([match(LEARNER, "weak", 1.0)] * 5)  # the learner is not a fixed member
+    learn(psro, [match("strong", "weak", 1.0), match("weak", "strong", -1.0)])
+    learn(psro, [match(LEARNER, "weak", 1.0)] * 5)  # the learner is not a fixed member
     assert psro.mixture(["weak", "strong"]) == pytest.approx({"weak": 0.0, "strong": 1.0})
     assert all(psro.sample(["weak", "strong"], random.Random(i)) == "strong" for i in range(50))
     with pytest.raises(ValueError, match="meta-solver 'best'"):
@@ -154,10 +164,11 @@ def test_every_sampler_state_round_trips_through_a_checkpoint(name, tmp_path):
     sampler = factory()
     members = ["snapshot:0", "snapshot:2", "scripted:random"]
     sampler.wanted_matches(members)
-    sampler.update([match("snapshot:0", "snapshot:2", 1.0), match(LEARNER, "snapshot:2", -1.0)])
-    sampler.update([match("snapshot:2", "scripted:random", 0.0)])
+    learn(sampler, [match("snapshot:0", "snapshot:2", 1.0), match(LEARNER, "snapshot:2", -1.0)])
+    learn(sampler, [match("snapshot:2", "scripted:random", 0.0)])
     torch.save(sampler.state_dict(), tmp_path / "state.pt")
     restored = factory()
+    restored.payoff_table = sampler.payoff_table  # the league's table is the league's checkpoint
     restored.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=True))
     assert restored.state_dict() == sampler.state_dict()
     picks = [sampler.sample(members, random.Random(i)) for i in range(20)]

@@ -50,7 +50,7 @@ def test_a_recipe_fills_in_only_what_the_user_left_unset(recipe):
     assert plain.recipe == "test-recipe"
     assert plain.branches.positions == 16 and plain.train.lr == 3e-4
     assert plain.estimator_options == {"per_state": True}
-    assert plain.train.kl_coef == RunConfig().train.kl_coef  # the rest stays the run's default
+    assert "kl_coef" not in plain.objective_options  # the rest stays the objective's default
     assert resolve(plain) == plain  # idempotent
     assert resolve(RunConfig.model_validate(plain.model_dump())) == plain  # a resumed config.yaml
     mine = run_config(overrides=["branches.positions=0", "estimator_options.decay=0", "seed=3"])
@@ -110,12 +110,12 @@ def test_a_recipe_that_starts_from_itself_is_refused():
 @pytest.mark.parametrize(
     ("objective", "setting", "named"),
     [
-        ("dpo", "train.kl_coef=0.1", "train.kl_coef"),
-        ("sft", "train.clip=0.3", "train.clip"),
-        ("sft", "train.entropy_coef=0.01", "train.entropy_coef"),
+        ("dpo", "train.kl_coef=0.1", "objective_options.kl_coef"),  # the old name, mapped
+        ("sft", "objective_options.clip=0.3", "objective_options.clip"),
+        ("sft", "train.entropy_coef=0.01", "objective_options.entropy_coef"),
         ("dpo", "train.reference_update=0.1", "train.reference_update"),
         ("sft", "estimator_options.decay=0", "estimator_options.decay"),
-        ("legal-pg", "train.clip=0.3", "train.clip"),
+        ("legal-pg", "objective_options.clip=0.3", "objective_options.clip"),
     ],
 )
 def test_a_setting_the_objective_does_not_read_is_refused(objective, setting, named):
@@ -167,7 +167,8 @@ def test_a_resumed_config_is_not_checked_again(tmp_path):
     data = config.model_dump()
     data["train"]["kl_coef"] = 0.3  # a config.yaml of a run made before objectives owned keys
     resumed = RunConfig.model_validate({**data, "resume": str(tmp_path)})
-    assert resolve(resumed).train.kl_coef == 0.3
+    assert resolve(resumed).objective_options["kl_coef"] == 0.3  # kept, and not refused
+    assert bound_objective(resolve(resumed)).train.kl_coef == 0.0  # dpo does not read it
 
 
 def test_the_kl_coefficient_column_belongs_to_objectives_that_read_it():
@@ -181,8 +182,8 @@ def test_the_kl_coefficient_column_belongs_to_objectives_that_read_it():
     pg = bound_objective(run_config())
     sft = bound_objective(run_config(objective="sft", recipe="none"))
     config = SimpleNamespace(train=RunConfig().train, iterations=4)
-    assert set(apply_schedules(config, optimizer, pg, 1)) == {"lr", "kl_coef"}
-    assert set(apply_schedules(config, optimizer, sft, 1)) == {"lr"}
+    assert set(apply_schedules(config, optimizer, pg, 1, pg.train)) == {"lr", "kl_coef"}
+    assert set(apply_schedules(config, optimizer, sft, 1, sft.train)) == {"lr"}
 
 
 def test_the_cli_refuses_an_unread_setting_before_any_run_folder(tmp_path):
@@ -205,8 +206,8 @@ def test_recipes_and_objectives_are_listed_with_what_they_hold():
     assert rows["tictactoe-cosine"]["settings"]["train.search_weight"] == 2.0  # from its base
     out = subprocess.run([*cli, "objectives", "--json"], capture_output=True, text=True, env=env)
     reads = {row["name"]: row["reads"] for row in json.loads(out.stdout)}
-    assert "train.kl_coef" in reads["pg"] and "the estimator" in reads["pg"]
-    assert reads["sft"] == "train.update_epochs"
+    assert "objective_options.kl_coef" in reads["pg"] and "the estimator" in reads["pg"]
+    assert reads["sft"] == "objective_options.update_epochs"
 
 
 def benchmark_scripts(*names: str) -> list:

@@ -36,9 +36,11 @@ def test_warm_up_then_cosine_from_lr_to_its_floor_by_the_last_iteration():
 
 
 def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero():
-    train = TrainConfig(kl_coef=0.1, kl_coef_step=0.02, kl_coef_max=0.15)
-    assert [kl_at(train, i) for i in range(1, 6)] == pytest.approx([0.1, 0.12, 0.14, 0.15, 0.15])
-    assert kl_at(TrainConfig(kl_coef=0.05, kl_coef_step=-0.02), 4) == 0.0
+    train = TrainConfig(kl_coef_step=0.02, kl_coef_max=0.15)
+    assert [kl_at(0.1, train, i) for i in range(1, 6)] == pytest.approx(
+        [0.1, 0.12, 0.14, 0.15, 0.15]
+    )
+    assert kl_at(0.05, TrainConfig(kl_coef_step=-0.02), 4) == 0.0
     with pytest.raises(ConfigError, match="lr_schedule"):
         build_config(None, {}, ["train.lr_schedule=linear"])
 
@@ -48,14 +50,15 @@ def test_apply_sets_the_optimiser_rate_and_rebinds_the_objective_kl():
         "train.lr_schedule=cosine", "train.kl_coef=0.1", "train.kl_coef_step=0.02"])  # fmt: skip
     optimizer = SimpleNamespace(param_groups=[{"lr": 0.0}, {"lr": 0.0}])
     objective = PolicyGradient()
-    objective.bind(TrainSettings(kl_coef=0.1, clip=0.3))
-    told = apply_schedules(config, optimizer, objective, 3)
+    base = TrainSettings(kl_coef=0.1, clip=0.3)
+    objective.bind(base)
+    told = apply_schedules(config, optimizer, objective, 3, base)
     assert told == pytest.approx({"lr": lr_at(config.train, 3, 10), "kl_coef": 0.14})
     assert [g["lr"] for g in optimizer.param_groups] == [told["lr"]] * 2
     assert objective.train.kl_coef == pytest.approx(0.14) and objective.train.clip == 0.3
     unscheduled = build_config(None, {}, [])
     untouched = SimpleNamespace(param_groups=[{"lr": 7.0}])
-    apply_schedules(unscheduled, untouched, objective, 3)
+    apply_schedules(unscheduled, untouched, objective, 3, base)
     assert untouched.param_groups[0]["lr"] == 7.0  # the default run is left exactly as it was
 
 

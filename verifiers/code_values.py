@@ -105,29 +105,12 @@ def loads(text: str) -> Any:
 
 
 def _decode(data: Any, depth: int, budget: list) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise ValueError("the value is too large or too deeply nested")
-    if budget[0] % 256 == 0 and time.monotonic() > budget[1]:
-        raise DecodeTimeout("decoding the value took longer than the time limit")
-    if not isinstance(data, list) or not data or not isinstance(data[0], str):
-        raise ValueError("malformed value")
-    tag, rest = data[0], data[1:]
-    if tag == "none" and not rest:
+    _spend(depth, budget)
+    tag, payload = _tagged(data)
+    if tag == "none" and payload is _BARE:
         return None
-    if len(rest) != 1:
-        raise ValueError(f"malformed {tag!r} value")
-    payload = rest[0]
-    if tag == "bool" and type(payload) is bool:
-        return payload
-    if tag == "int" and type(payload) is str:
-        return _integer(payload)
-    if tag == "float" and type(payload) is str:
-        return float.fromhex(payload)
-    if tag == "str" and type(payload) is str:
-        return payload
-    if tag == "bytes" and type(payload) is str:
-        return bytes.fromhex(payload)
+    if tag in SCALARS and type(payload) is SCALARS[tag][0]:
+        return SCALARS[tag][1](payload)
     if tag in CONTAINERS and type(payload) is list:
         items = [_decode(item, depth + 1, budget) for item in payload]
         if tag in ("set", "frozenset"):
@@ -138,6 +121,30 @@ def _decode(data: Any, depth: int, budget: list) -> Any:
         _spread([key for key, _ in pairs])
         return dict(pairs)
     raise ValueError(f"malformed {tag!r} value")
+
+
+def _spend(depth: int, budget: list) -> None:
+    """One more node of the value: too many, too deep or too slow is refused."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise ValueError("the value is too large or too deeply nested")
+    if budget[0] % 256 == 0 and time.monotonic() > budget[1]:
+        raise DecodeTimeout("decoding the value took longer than the time limit")
+
+
+_BARE = object()  # ``["none"]``: a tag with no payload
+
+
+def _tagged(data: Any) -> tuple[str, Any]:
+    """``[tag, payload]`` (or ``["none"]``) as its two parts; anything else is malformed."""
+    if not isinstance(data, list) or not data or not isinstance(data[0], str):
+        raise ValueError("malformed value")
+    tag, rest = data[0], data[1:]
+    if tag == "none" and not rest:
+        return tag, _BARE
+    if len(rest) != 1:
+        raise ValueError(f"malformed {tag!r} value")
+    return tag, rest[0]
 
 
 def _spread(keys: list) -> None:
@@ -156,11 +163,25 @@ def _pair(item: Any, depth: int, budget: list[int]) -> tuple[Any, Any]:
     return _decode(item[0], depth + 1, budget), _decode(item[1], depth + 1, budget)
 
 
+def _same(payload: Any) -> Any:
+    return payload
+
+
 def _integer(text: str) -> int:
     digits = text.removeprefix("-")
     if not digits.isdigit() or not digits.isascii() or len(digits) > MAX_INT_DIGITS:
         raise ValueError("malformed int value")
     return int(text)
+
+
+# tag -> (the payload's type, how it reads back)
+SCALARS = {
+    "bool": (bool, _same),
+    "int": (str, _integer),
+    "float": (str, float.fromhex),
+    "str": (str, _same),
+    "bytes": (str, bytes.fromhex),
+}
 
 
 def read_literal(text: str) -> Any:

@@ -38,11 +38,12 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.objective import IterationData, Loss, Objective, Scored, UpdateEpochs
 from selfplay.api.options import Options
 
 
 class DPOOptions(Options):
+    update_epochs: UpdateEpochs = 1
     loss: Literal["sigmoid", "ipo", "hinge"] = Field(
         default="sigmoid", description="sigmoid (DPO), ipo or hinge (SLiC)."
     )

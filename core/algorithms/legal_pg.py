@@ -44,11 +44,24 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.objective import (
+    EntropyCoef,
+    IterationData,
+    KLCoef,
+    Loss,
+    Objective,
+    RoleLRScale,
+    Scored,
+    UpdateEpochs,
+)
 from selfplay.api.options import Options
 
 
 class LegalPGOptions(Options):
+    update_epochs: UpdateEpochs = 1
+    kl_coef: KLCoef = 0.05
+    entropy_coef: EntropyCoef = 0.0
+    role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
     update: Literal["softmax", "neurd"] = Field(
         default="softmax",
         description="softmax: the exact policy gradient of the legal choice; neurd: the "
@@ -83,9 +96,9 @@ class LegalPolicyGradient(Objective):
     def bind(self, train: Any) -> None:
         if train.update_epochs != 1:
             raise ConfigError(
-                f"objective legal-pg takes one update epoch (train.update_epochs="
+                f"objective legal-pg takes one update epoch (objective_options.update_epochs="
                 f"{train.update_epochs}): the rollout keeps only the chosen answer's scores, "
-                "so there is no PPO ratio of the choice. Set train.update_epochs=1."
+                "so there is no PPO ratio of the choice. Leave update_epochs at 1."
             )
         self.train = train
 
@@ -118,9 +131,6 @@ class LegalPolicyGradient(Objective):
             )
             decisions.append(Decision(samples, chosen, advantage))
         return decisions
-
-    def reads(self) -> frozenset[str]:
-        return frozenset({"update_epochs", "kl_coef", "entropy_coef", "role_lr_scale"})
 
     def wants_reference(self) -> bool:
         return self.train.kl_coef > 0

@@ -34,7 +34,18 @@ from typing import Any
 import torch
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.objective import (
+    Clip,
+    EntropyCoef,
+    IterationData,
+    KLCoef,
+    Loss,
+    Objective,
+    RoleLRScale,
+    Scored,
+    UpdateEpochs,
+)
+from selfplay.api.options import Options
 
 
 @dataclass(frozen=True)
@@ -91,10 +102,21 @@ class Advantaged:
     advantage: float
 
 
+class PGOptions(Options):
+    """pg's settings (``objective_options.*``; the old ``train.*`` names are mapped)."""
+
+    update_epochs: UpdateEpochs = 1
+    clip: Clip = 0.2
+    kl_coef: KLCoef = 0.05
+    entropy_coef: EntropyCoef = 0.0
+    role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
+
+
 class PolicyGradient(Objective):
     """Clipped policy gradient (PPO-clip; REINFORCE with one epoch) + k3 KL + entropy bonus."""
 
     name = "pg"
+    Options = PGOptions
     needs = "advantages"
     metric_names = ("policy", "kl", "entropy", "clip_fraction")
 
@@ -106,9 +128,6 @@ class PolicyGradient(Objective):
             for sample, advantage in zip(data.samples, advantages, strict=True)
             if advantage is not None
         ]
-
-    def reads(self) -> frozenset[str]:
-        return frozenset({"update_epochs", "clip", "kl_coef", "entropy_coef", "role_lr_scale"})
 
     def wants_reference(self) -> bool:
         return self.train.kl_coef > 0

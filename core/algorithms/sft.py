@@ -31,12 +31,13 @@ import torch
 from pydantic import Field
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Loss, Objective, Scored
+from selfplay.api.objective import IterationData, Loss, Objective, Scored, UpdateEpochs
 from selfplay.api.options import Options
 from selfplay.api.tasks import HINTED_TURNS
 
 
 class SFTOptions(Options):
+    update_epochs: UpdateEpochs = 1
     keep: Literal["pass", "top-k", "all"] = Field(
         default="pass", description="Which samples to learn: pass, top-k or all."
     )

@@ -11,14 +11,17 @@ keeps a copy of config.yaml). Two kinds of setting are left out of the compariso
 - where the run lives and how it is measured (`NOT_TRAINING`): its folder and name, the
   recipe's name (what the recipe set is in the settings themselves), the evaluation.
 
-Every other setting must equal the checkpoint's copy; a setting the copy lacks (one selfplay
-gained after the checkpoint was written) must hold the schema's default, so an older run folder
-still resumes. A setting that differs is named beside its two values.
+Every other setting must equal the checkpoint's copy, read as this selfplay reads a config (a
+setting that moved is compared where it is now); a setting the copy lacks (one selfplay gained
+after the checkpoint was written) must hold the schema's default, so an older run folder still
+resumes. A setting that differs is named beside its two values.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from pydantic import ValidationError
 
 from selfplay.core.config.learners import LearnerConfig
 from selfplay.core.config.run import RunConfig
@@ -51,8 +54,18 @@ def differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """``KEY: SAVED in the checkpoint, NOW now`` for every setting that shapes training and
     differs between the checkpoint's copy ``saved`` and a resume's ``now`` (both as JSON)."""
     found: list[str] = []
-    _walk(saved, now, defaults(), "", found)
+    _walk(_as_now(saved), now, defaults(), "", found)
     return found
+
+
+def _as_now(saved: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint's settings as this selfplay writes them (a setting that moved, such as
+    ``train.kl_coef`` to ``objective_options``, where it is now); as they are when they do not
+    validate (a setting since removed: it then differs)."""
+    try:
+        return RunConfig.model_validate(saved).model_dump(mode="json")
+    except ValidationError:
+        return saved
 
 
 def defaults() -> dict[str, Any]:

@@ -18,10 +18,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from selfplay.core.config.rollout import server_list
-from selfplay.core.config.sections import ColdStartConfig, LoraConfig, TrainConfig
+from selfplay.core.config.sections import (
+    ColdStartConfig,
+    LoraConfig,
+    TrainConfig,
+    moved_to_objective,
+)
 
 if TYPE_CHECKING:
     from selfplay.core.config import RunConfig
@@ -35,6 +40,12 @@ class LearnerConfig(BaseModel):
     """One learner: the roles it plays and the settings it holds apart from the run's."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algorithm_settings(cls, data: Any) -> Any:
+        """``train.clip`` and the other moved names, as ``objective_options``."""
+        return moved_to_objective(data)
 
     roles: list[str] = Field(
         default_factory=list,
@@ -51,7 +62,9 @@ class LearnerConfig(BaseModel):
     )
     objective: str | None = Field(default=None, description="Its objective (default: the run's).")
     objective_options: dict[str, Any] | None = Field(
-        default=None, description="Its objective's options (default: the run's)."
+        default=None,
+        description="Its objective's options (default: the run's; with the run's objective, "
+        "over the run's options).",
     )
     estimator: str | None = Field(default=None, description="Its estimator (default: the run's).")
     estimator_options: dict[str, Any] | None = Field(
@@ -98,6 +111,9 @@ def learner_config(run: RunConfig, name: str) -> RunConfig:
     for key in ("model", "objective", "objective_options", "estimator", "estimator_options"):
         if getattr(learner, key) is not None:
             data[key] = getattr(learner, key)
+    if learner.objective_options is not None and learner.objective in (None, run.objective):
+        # the run's objective: its options, with the learner's own over them (as train's keys)
+        data["objective_options"] = {**run.objective_options, **learner.objective_options}
     if learner.model_options is not None:
         data["model_options"] = learner.model_options
     elif learner.model is not None and learner.model != run.model:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from selfplay.api.game import InvalidMoveRules
 from selfplay.core.config.learners import LearnerConfig
@@ -23,6 +23,7 @@ from selfplay.core.config.sections import (
     LoraConfig,
     PoolConfig,
     TrainConfig,
+    moved_to_objective,
 )
 
 
@@ -36,6 +37,12 @@ class RunConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algorithm_settings(cls, data: Any) -> Any:
+        """``train.clip`` and the other moved names, as ``objective_options``."""
+        return moved_to_objective(data)
 
     game: str = Field(default="tictactoe", description="Registered game name (`selfplay games`).")
     recipe: str | None = Field(

@@ -26,13 +26,15 @@ class GenerationConfig(BaseModel):
 
 
 class TrainConfig(BaseModel):
-    """The update's settings, read by every objective (see core/algorithms/pg.py)."""
+    """The update's settings, the same for every objective: the optimiser, the batches, the
+    schedules, the KL reference's movement, the returns. An algorithm's own settings (the
+    clip, the KL and entropy weights, epochs) are its objective's options
+    (``objective_options``); their old names here are mapped there (`moved_to_objective`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     lr: float = Field(default=1e-4, gt=0, description="AdamW learning rate.")
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
-    update_epochs: int = Field(default=1, ge=1, description="Passes over each batch (PPO if >1).")
     minibatch_size: int = Field(default=256, ge=1, description="Samples per optimiser step.")
     micro_batch_size: int | None = Field(
         default=None,
@@ -59,11 +61,10 @@ class TrainConfig(BaseModel):
         description="Keep the model's own dropout in the update (off by default: the rollouts "
         "sample without it, so the update scores what they sampled; lora.dropout stays).",
     )
-    clip: float = Field(default=0.2, gt=0, description="PPO ratio clip epsilon.")
-    kl_coef: float = Field(default=0.05, ge=0, description="Weight of the k3 KL to the reference.")
     kl_coef_step: float = Field(
         default=0.0,
-        description="Added to kl_coef after every iteration (seed 004: kl_coef 0.1, step 0.02); "
+        description="Added to the objective's kl_coef after every iteration (seed 004: 0.1, "
+        "step 0.02); "
         "negative decays it (never below 0). See core/train/schedules.py.",
     )
     kl_coef_max: float | None = Field(
@@ -84,7 +85,6 @@ class TrainConfig(BaseModel):
         description="Move the KL reference this fraction toward the policy after every "
         "iteration (0 = frozen; > 0 = a slowly moving magnet, as in magnetic mirror descent).",
     )
-    entropy_coef: float = Field(default=0.0, ge=0, description="Weight of the entropy bonus.")
     weight_average: float = Field(
         default=0.0,
         ge=0,
@@ -106,9 +106,6 @@ class TrainConfig(BaseModel):
         default=None,
         allow_inf_nan=False,
         description="Return of an invalid attempt (default: invalid_moves.penalty).",
-    )
-    role_lr_scale: dict[str, float] = Field(
-        default_factory=dict, description="Per-role loss scale, e.g. {player_1: 0.5}."
     )
     stagger: dict[str, int] = Field(
         default_factory=dict, description="Train a role only every n iterations: {solver: 2}."
@@ -225,3 +222,34 @@ class PoolConfig(BaseModel):
         description="With --lora: serve every snapshot as an adapter on this server "
         "(openai:http://HOST:PORT/v1, vLLM's dynamic LoRA) instead of in memory.",
     )
+
+
+#: The algorithm settings that moved from ``train`` to the objective's options, with their old
+#: defaults: an old config.yaml holds every one of them, and only what differs from them moves.
+MOVED: dict[str, Any] = {
+    "update_epochs": 1,
+    "clip": 0.2,
+    "kl_coef": 0.05,
+    "entropy_coef": 0.0,
+    "role_lr_scale": {},
+}
+
+
+def moved_to_objective(settings: Any) -> Any:
+    """A run's (or a learner's) settings with each ``train.NAME`` of `MOVED` given as
+    ``objective_options.NAME`` instead, where that is not set already; a value at its old
+    default is dropped (the objective's own default is the same)."""
+    if not isinstance(settings, dict) or not isinstance(settings.get("train"), dict):
+        return settings
+    train = dict(settings["train"])
+    moved = {key: train.pop(key) for key in list(train) if key in MOVED}
+    if not moved:
+        return settings
+    options = dict(settings.get("objective_options") or {})
+    for key, value in moved.items():
+        if value != MOVED[key]:
+            options.setdefault(key, value)
+    settings = {**settings, "train": train}
+    if options or settings.get("objective_options") is not None:
+        settings["objective_options"] = options
+    return settings

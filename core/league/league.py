@@ -1,23 +1,24 @@
-"""The league: the pool of past selves, their ratings and results, and exact exploitability.
+"""The league: one owner for the pool of past selves, the payoff table, the ratings,
+exploitability and keep-best.
 
-The trainer hands the league every finished match. The league keeps
+The run hands the league every finished match; each iteration it goes through three phases,
+as PSRO does (open_spiel's psro_v2, Lanctot et al. 2017):
 
-- the pool (for samplers with ``uses_pool``): a snapshot of the learner every
-  ``pool.snapshot_every`` iterations, written to ``<run folder>/pool/`` and loaded on demand
-  (or, with ``pool.server``, played as a LoRA adapter on that server: `SnapshotStore`),
-  plus the matches between members that a sampler asks for (PSRO's payoff matrix); with
-  several learners a member is every learner at that iteration, each in its roles' seats
-  (`LearnerSnapshots`), and the sampler reads the matches as if one policy played them;
-- Elo ratings of every seat holder, updated per match (a snapshot starts at the learner's
-  rating), and the cross-play results between holders; both written as CSV tables;
-- for games that list their information sets, the learner's exploitability each iteration
-  (the last iterate), that of the average of all iterates, and that of the sampler's mixture
-  over the pool (the policy fictitious play and PSRO converge in);
-- with ``pool.keep_best``, a guard against collapse: each new snapshot plays every other
-  snapshot in the pool, and when its cross-play score falls more than ``keep_best_margin``
-  below the best member's, the learner goes back to that member's weights (`keep_best`).
+1. respond: the iteration's matches go into the one payoff table (api/ratings.py) and the Elo
+   ratings of every seat holder (a snapshot starts at its learner's rating), and the sampler
+   learns from them;
+2. expand: every ``pool.snapshot_every`` iterations (for samplers with ``uses_pool``, or
+   keep-best) the learner's snapshot joins the pool, written to ``<run folder>/pool/`` and
+   loaded on demand (or, with ``pool.server``, played as a LoRA adapter on that server:
+   `SnapshotStore`); with several learners a member is every learner at that iteration, each
+   in its roles' seats (`LearnerSnapshots`);
+3. evaluate: the matches the sampler asks for between members (PSRO's payoff matrix, read
+   from the same table), keep-best's comparison of the new snapshot with the pool
+   (core/league/keep_best.py), and, for games that list their information sets, exact
+   exploitability (core/league/exploitability.py).
 
-Everything here is part of the checkpoint, so a resumed run continues exactly.
+Its checkpoint is its ``state_dict``; its tables (ratings.csv, crossplay.csv) are written by a
+duty of the run (core/run/duties/).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from selfplay.api.errors import ConfigError, blame
-from selfplay.api.ratings import Ratings, score_of
+from selfplay.api.errors import blame
+from selfplay.api.ratings import Payoffs, Ratings, score_of
 from selfplay.api.sampler import LEARNER, Pool, snapshot
 from selfplay.api.types import Episode
-from selfplay.core.models.policy_table import Table, is_tabular, joint_table, policy_table
+from selfplay.core.league.exploitability import Exploitability
+from selfplay.core.league.keep_best import KeepBest
+from selfplay.core.models.policy_table import Table, joint_table, policy_table
 from selfplay.core.rollout import play
 
 if TYPE_CHECKING:
@@ -45,80 +49,77 @@ class League:
 
     def __init__(self, view: RunView, seats: Seats, store: SnapshotStore) -> None:
         self.config, self.game, self.sampler = view.config, view.game, view.sampler
-        self.learner, self.seats, self.store = view.learner, seats, store
-        self.folder, self.barrier = view.folder, view.barrier
-        self.reset_optimizer, self.say = view.reset_optimizer, view.say
-        store.serve_on(self.config.pool.server)  # snapshots as adapters on a server, if named
-        self.pool = Pool(size=self.config.pool.size, scripted=list(self.config.pool.scripted))
+        self.view, self.seats, self.store = view, seats, store
+        pool = self.config.pool
+        store.serve_on(pool.server)  # snapshots as adapters on a server, if named
+        self.pool = Pool(size=pool.size, scripted=list(pool.scripted))
+        self.payoffs = Payoffs()
         self.elo = Ratings()
-        self.results: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's payoff sum, n]
-        self.tables: dict[str, Table] = {}  # snapshot name -> its policy table
-        self.iterates: list[Table] = []
+        self.exploitability = Exploitability(self.game, self._learner_table)
+        self.keep_best = KeepBest(pool.keep_best_margin, self.payoffs, self._restore)
         self.retired: list[str] = []  # evicted since the last checkpoint; deleted after the next
-        self.tabular = is_tabular(self.game)
-        self.keep_best = self.config.pool.keep_best
         # keep-best needs snapshots even when the sampler never plays them
-        self.keeps_pool = self.sampler.uses_pool or self.keep_best
-        self.scores: dict[tuple[str, str], list[float]] = {}  # (a, b) -> [a's score sum, n]
-        self.rollbacks: list[tuple[int, str]] = []  # (iteration, the snapshot restored)
+        self.keeps_pool = self.sampler.uses_pool or pool.keep_best
+        self.sampler.payoff_table = self.payoffs
 
     @property
     def members(self) -> list[str]:
         return self.pool.members if self.sampler.uses_pool else []
 
-    # ---- the trainer's calls ----------------------------------------------------------------
+    # ---- the run's calls ----------------------------------------------------------------------
 
     def start(self) -> None:
         """Before the first iteration of a fresh run: the starting policy joins the pool."""
         if self.keeps_pool and not self.pool.snapshots:
-            self._add_snapshot(0, random.Random(self.config.seed))
+            self._expand(0, random.Random(self.config.seed))
 
     def after_iteration(self, iteration: int, episodes: Sequence[Episode]) -> dict[str, float]:
-        """Learn from the iteration's matches; snapshot and evaluate members when it is time."""
-        name = getattr(self.sampler, "name", type(self.sampler).__name__)
-        with blame(f"Opponent sampler {name!r}, learning from {len(episodes)} matches,"):
-            self.sampler.update(self.seats.as_sampled(episodes))
-        self._record(episodes)
+        """The three phases (see the module doc); the iteration's league columns."""
+        self._respond(episodes)
         every, kept = self.config.pool.snapshot_every, {}
         if self.keeps_pool and every and iteration % every == 0:
             rng = random.Random(self.config.seed * 7_919 + iteration)
-            self._add_snapshot(iteration, rng)
-            if self.keep_best:
+            self._expand(iteration, rng)
+            if self.config.pool.keep_best:
                 kept = self._keep_best(iteration, rng)
         return self._metrics() | kept
 
-    def _metrics(self) -> dict[str, float]:
-        row = {f"elo/{name}": rating for name, rating in self.elo.elo.items()}
-        if self.keeps_pool:
-            row["pool/size"] = float(len(self.pool.members))
-        row.update(self.sampler.metrics())
-        if self.tabular:
-            row.update(self._exploitability())
-        return row
+    # ---- 1. respond: the matches go into the table and the ratings; the sampler learns --------
 
-    # ---- pool -------------------------------------------------------------------------------
+    def _respond(self, episodes: Sequence[Episode]) -> None:
+        self._record(episodes)
+        name = getattr(self.sampler, "name", type(self.sampler).__name__)
+        with blame(f"Opponent sampler {name!r}, learning from {len(episodes)} matches,"):
+            if self.seats.owners:  # several learners: the table as the sampler names holders
+                self.sampler.payoff_table = self.payoffs.view(self.seats.sampler_name)
+            self.sampler.update(self.seats.as_sampled(episodes))
 
-    def _add_snapshot(self, iteration: int, rng: random.Random) -> None:
+    def _record(self, episodes: Sequence[Episode]) -> None:
+        for episode in self.payoffs.record(episodes):
+            (role_a, a), (role_b, b) = sorted(episode.seats.items())
+            self.elo.record(a, b, score_of(episode.outcome[role_a] - episode.outcome[role_b]))
+
+    # ---- 2. expand: the learner's snapshot joins the pool -----------------------------------
+
+    def _expand(self, iteration: int, rng: random.Random) -> None:
         name = snapshot(iteration)
         self.store.save(name)
-        self.barrier()  # process 0 wrote the file; now every process may load it
+        self.view.barrier()  # process 0 wrote the file; now every process may load it
         for seat in sorted(set(self.seats.owners.values())) or [LEARNER]:
             # a snapshot starts at its learner's rating (each learner's own, when several)
             self.elo.add(self.seats.holder(name, self._role_of(seat)), self.elo.rating(seat))
-        if self.tabular:
-            self.tables[name] = self._learner_table()
+        self.exploitability.joined(name)
         for gone in self.pool.add(name):
             self.retired.append(gone)
-            self.tables.pop(gone, None)
-        pairs = self.sampler.wanted_matches(self.pool.members)
-        if pairs:
-            episodes = self._play_pairs(pairs, rng)
-            self.sampler.update(self.seats.as_sampled(episodes))
-            self._record(episodes)
+            self.exploitability.left(gone)
+        if pairs := self.sampler.wanted_matches(self.pool.members):  # 3. evaluate: its matrix
+            self._respond(self._play_pairs(pairs, rng))
 
     def _role_of(self, seat: str) -> str:
         """A role the learner seat ``seat`` plays (any role for the shared policy)."""
         return next((r for r, s in self.seats.owners.items() if s == seat), self.game.roles[0])
+
+    # ---- 3. evaluate: members' matches, keep-best, exploitability ----------------------------
 
     def _play_pairs(self, pairs: Sequence[tuple[str, str]], rng: random.Random) -> list[Episode]:
         """``matches_per_pair`` matches per pair, seats alternating; every process plays all."""
@@ -139,97 +140,43 @@ class League:
             episodes.extend(play(self.game, seatings[start : start + n], seeds[start : start + n]))
         return episodes
 
-    # ---- keep the best -----------------------------------------------------------------------
-
     def _keep_best(self, iteration: int, rng: random.Random) -> dict[str, float]:
-        """The new snapshot plays every other snapshot it has not met; when it scores more than
-        the margin below the pool's best member, the learner goes back to that member."""
-        newest, snapshots = snapshot(iteration), list(self.pool.snapshots)
-        unmet = [(newest, o) for o in snapshots if o != newest and (newest, o) not in self.scores]
-        if unmet:
+        snapshots = list(self.pool.snapshots)
+        if unmet := self.keep_best.unmet(iteration, snapshots):
             self._record(self._play_pairs(unmet, rng))
-        scores = {name: self._pool_score(name, snapshots) for name in snapshots}
-        row = {"pool/newest_score": scores[newest]}
-        best = best_member(scores, self.config.pool.keep_best_margin, newest)
-        if best is not None:
-            self.store.restore(best)
-            self.reset_optimizer()
-            self.rollbacks.append((iteration, best))
-            row["pool/rolled_back_to"] = float(snapshot_iteration(best))
-            self.say(
-                f"keep-best: snapshot {iteration} scored {scores[newest]:.2f} against the pool, "
-                f"below snapshot {snapshot_iteration(best)}'s {scores[best]:.2f}; the learner "
-                f"goes back to snapshot {snapshot_iteration(best)}."
-            )
-        top = leader(scores)
-        row["pool/best_score"], row["pool/best"] = scores[top], float(snapshot_iteration(top))
-        row["pool/rollbacks"] = float(len(self.rollbacks))
-        return row
+        return self.keep_best.judge(iteration, snapshots, self.view.say)
 
-    def _pool_score(self, name: str, snapshots: Sequence[str]) -> float:
-        """``name``'s mean score (1 a win, 0.5 a draw, 0 a loss) over the other snapshots it
-        met, each opponent counting alike; 0.5 with none."""
-        met = [self.scores[name, other] for other in snapshots if (name, other) in self.scores]
-        means = [total / n for total, n in met if n]
-        return sum(means) / len(means) if means else 0.5
-
-    # ---- ratings and results ---------------------------------------------------------------
-
-    def _record(self, episodes: Sequence[Episode]) -> None:
-        for episode in episodes:
-            if len(episode.seats) != 2 or episode.outcome is None:
-                continue
-            (role_a, a), (role_b, b) = sorted(episode.seats.items())
-            if a == b:
-                continue
-            pa, pb = episode.outcome[role_a], episode.outcome[role_b]
-            self.elo.record(a, b, score_of(pa - pb))
-            _tally(self.results, a, b, pa, pb)
-            if self.keep_best:
-                _tally(self.scores, a, b, score_of(pa - pb), score_of(pb - pa))
-
-    def write_reports(self) -> None:
-        """ratings.csv and crossplay.csv in the run folder (process 0)."""
-        if self.folder is None:
-            return
-        self.elo.write_csv(self.folder / "ratings.csv")
-        with open(self.folder / "crossplay.csv", "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["holder", "opponent", "mean_payoff", "matches"])
-            for (a, b), (total, n) in sorted(self.results.items()):
-                writer.writerow([a, b, f"{total / n:.4f}", int(n)])
-
-    # ---- exploitability ---------------------------------------------------------------------
+    def _restore(self, name: str) -> None:
+        self.store.restore(name)
+        self.view.reset_optimizer()
 
     def _learner_table(self) -> Table:
         """The shared policy's table, or the joint one of several learners (each its roles)."""
         temperature = self.config.generation.temperature
         if not self.seats.owners:
-            return policy_table(self.learner, self.game, temperature)
+            return policy_table(self.view.learner, self.game, temperature)
         players = {role: self.seats.policy(seat) for role, seat in self.seats.owners.items()}
         return joint_table(self.game, players, temperature)
 
-    def _exploitability(self) -> dict[str, float]:
-        game = self.game
-        last = self._learner_table()
-        self.iterates.append(last)
-        row = {
-            "exploitability/last": game.exploitability(last),
-            "exploitability/iterates_average": game.exploitability(
-                game.average_policy(self.iterates, [1.0] * len(self.iterates))
-            ),
-        }
+    def _metrics(self) -> dict[str, float]:
+        row = {f"elo/{name}": rating for name, rating in self.elo.elo.items()}
+        if self.keeps_pool:
+            row["pool/size"] = float(len(self.pool.members))
+        row.update(self.sampler.metrics())
         mixture = self.sampler.mixture(self.pool.members) if self.sampler.uses_pool else None
-        if mixture:
-            named = [(self.tables[m], w) for m, w in mixture.items() if m in self.tables and w > 0]
-            if named:
-                tables, weights = zip(*named, strict=True)
-                row["exploitability/pool_average"] = game.exploitability(
-                    game.average_policy(list(tables), list(weights))
-                )
+        row.update(self.exploitability.metrics(mixture))
         return row
 
-    # ---- checkpoint -------------------------------------------------------------------------
+    # ---- its tables and its checkpoint ------------------------------------------------------
+
+    def write_tables(self, folder: Path) -> None:
+        """ratings.csv and crossplay.csv in the run folder ``folder``."""
+        self.elo.write_csv(folder / "ratings.csv")
+        with open(folder / "crossplay.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["holder", "opponent", "mean_payoff", "matches"])
+            for a, b, mean, n in self.payoffs.rows():
+                writer.writerow([a, b, f"{mean:.4f}", n])
 
     def after_checkpoint(self) -> None:
         """Snapshots evicted before this checkpoint can no longer be needed by a resume."""
@@ -241,64 +188,26 @@ class League:
         return {
             "pool": self.pool.state_dict(),
             "elo": self.elo.state_dict(),
-            "results": [[a, b, t, n] for (a, b), (t, n) in self.results.items()],
-            "tables": self.tables,
-            "iterates": self.iterates,
+            "payoffs": self.payoffs.state_dict(),
+            **self.exploitability.state_dict(),
+            **self.keep_best.state_dict(),
             "retired": list(self.retired),
-            "scores": [[a, b, t, n] for (a, b), (t, n) in self.scores.items()],
-            "rollbacks": [list(rollback) for rollback in self.rollbacks],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.pool.load_state_dict(state["pool"])
         self.elo.load_state_dict(state["elo"])
-        self.results = {(a, b): [t, n] for a, b, t, n in state["results"]}
-        self.tables = state["tables"]
-        self.iterates = state["iterates"]
+        if "payoffs" in state:
+            self.payoffs.load_state_dict(state["payoffs"])
+        else:  # a checkpoint from before the one table: its results, and keep-best's scores
+            self.payoffs.load_state_dict({"pairs": _older_tables(state)})
+        self.exploitability.load_state_dict(state)
+        self.keep_best.load_state_dict(state)
         self.retired = list(state["retired"])
-        self.scores = {(a, b): [t, n] for a, b, t, n in state.get("scores", [])}
-        self.rollbacks = [(int(i), str(name)) for i, name in state.get("rollbacks", [])]
 
 
-def _tally(table: dict[tuple[str, str], list[float]], a: str, b: str, x: float, y: float) -> None:
-    """Add ``a``'s result ``x`` against ``b``, and ``b``'s ``y`` against ``a``, to ``table``."""
-    for key, value in (((a, b), x), ((b, a), y)):
-        total = table.setdefault(key, [0.0, 0.0])
-        total[0] += value
-        total[1] += 1
-
-
-def best_member(scores: dict[str, float], margin: float, newest: str) -> str | None:
-    """The snapshot to go back to: the best-scoring one, when ``newest`` scores more than
-    ``margin`` below it (ties go to the newer snapshot); None to go on from ``newest``."""
-    best = leader(scores)
-    return best if scores[newest] < scores[best] - margin else None
-
-
-def leader(scores: dict[str, float]) -> str:
-    """The best-scoring snapshot; of equals, the newest (``scores`` lists the oldest first)."""
-    order = list(scores)
-    return max(order, key=lambda name: (scores[name], order.index(name)))
-
-
-def snapshot_iteration(name: str) -> int:
-    """12 for ``snapshot:12``."""
-    return int(name.rsplit(":", 1)[-1])
-
-
-def check_keep_best(config: Any) -> None:
-    """``pool.keep_best`` needs snapshots and one shared policy; checked before any work."""
-    pool = config.pool
-    if not pool.keep_best:
-        return
-    if not pool.snapshot_every:
-        raise ConfigError(
-            "pool.keep_best compares each new snapshot with the pool, but pool.snapshot_every "
-            "is 0 (no snapshots); set it, e.g. pool.snapshot_every=10."
-        )
-    if config.learners:
-        raise ConfigError(
-            "pool.keep_best puts one shared policy back to its best snapshot; a run of several "
-            f"learners ({', '.join(config.learners)}) is not built for it. Drop pool.keep_best "
-            "or the learners."
-        )
+def _older_tables(state: dict[str, Any]) -> list[list[Any]]:
+    """The payoff table from the two an older checkpoint kept (``results``: payoff sums;
+    ``scores``: score sums, kept only with keep-best; a draw each where it was not kept)."""
+    scores = {(a, b): t for a, b, t, _ in state.get("scores", [])}
+    return [[a, b, t, scores.get((a, b), 0.5 * n), n] for a, b, t, n in state["results"]]

@@ -15,12 +15,13 @@ from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.objective import Objective, TrainSettings
+from selfplay.api.objective import TRAIN_KEYS, Objective, TrainSettings
 from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config
+from selfplay.core.config.sections import MOVED
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
 from selfplay.core.reward_pipeline import GRAMMAR, Component, RewardPipeline, parse_terms
@@ -193,24 +194,48 @@ def build_estimator(config: RunConfig) -> Any:
 
 
 def build_objective(config: RunConfig) -> Any:
+    """The run's objective, from its options (``objective_options``). A shared algorithm
+    setting (`TRAIN_KEYS`) that the objective's `Options` do not declare but its ``reads``
+    names (an objective written before they were options) reaches it through `train_settings`
+    alone; one it does not read is refused."""
     factory = registries().objectives.get(config.objective)
     owner = f"objective {config.objective!r}"
-    return construct(factory, config.objective_options, owner, "objective_options")
+    declared = getattr(factory, "Options", None)
+    fields = declared.model_fields if declared is not None else {}
+    given = dict(config.objective_options)
+    shared = {key: given.pop(key) for key in TRAIN_KEYS if key in given and key not in fields}
+    objective = construct(factory, given, owner, "objective_options")
+    unread = sorted(set(shared) - set(objective.reads()))
+    if unread and config.resume is None:  # a resumed run was checked when it began
+        raise ConfigError(
+            f"{owner} has no option {', '.join(unread)}: it does not read "
+            f"{'this setting' if len(unread) == 1 else 'these settings'}, so it would do "
+            f"nothing. It reads {describe_reads(objective)}; drop it, or choose an objective "
+            "that reads it (`selfplay objectives`)."
+        )
+    return objective
+
+
+def describe_reads(objective: Any) -> str:
+    """``objective_options.update_epochs, ... and the estimator``, for messages and lists."""
+    names = [f"objective_options.{name}" for name in sorted(objective.reads())]
+    if objective.needs == "advantages":
+        names.append("the estimator")
+    return ", ".join(names) or "no update setting"
 
 
 def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
-    """The ``train.*`` settings ``objective`` reads (`Objective.bind`); the others keep
-    `TrainSettings`' neutral values."""
-    train = config.train
-    settings = {
-        "update_epochs": train.update_epochs,
-        "clip": train.clip,
-        "kl_coef": train.kl_coef,
-        "entropy_coef": train.entropy_coef,
-        "role_lr_scale": dict(train.role_lr_scale),
-    }
-    wanted = objective.reads()
-    chosen = {key: value for key, value in settings.items() if key in wanted}
+    """The shared algorithm settings ``objective`` reads, from its options (`Objective.bind`);
+    the others keep `TrainSettings`' neutral values."""
+    given = config.objective_options
+    chosen = {}
+    for key in objective.reads() & set(TRAIN_KEYS):
+        if key in type(objective.options).model_fields:
+            chosen[key] = getattr(objective.options, key)
+        else:  # an objective that reads it without declaring it: as the train section had it
+            chosen[key] = given.get(key, MOVED[key])
+    if "role_lr_scale" in chosen:
+        chosen["role_lr_scale"] = dict(chosen["role_lr_scale"])
     return TrainSettings(**chosen, importance_cap=importance_cap(config))
 
 

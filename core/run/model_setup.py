@@ -160,8 +160,8 @@ def prepare_learner(
     if "mixed" in config.hardware.precision and hasattr(learner, "forward_context"):
         learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
-    train = config.train
-    objective.bind(train_settings(config, objective))
+    train, settings = config.train, train_settings(config, objective)
+    objective.bind(settings)
     if fabric.world_size > 1:
         objective.reduce = processes.sum  # for batch statistics over every process
     updater = Updater(
@@ -172,7 +172,7 @@ def prepare_learner(
         backward=fabric.backward,
         clip_gradients=gradient_clipper(fabric, config.hardware.strategy),
         max_grad_norm=train.max_grad_norm,
-        epochs=train.update_epochs,
+        epochs=settings.update_epochs,
         reference=reference,
         temperature=config.generation.temperature,
         role_context=_role_context(config, model),
@@ -191,6 +191,7 @@ def prepare_learner(
         reference,
         updater,
     )
+    trained.settings = settings
 
 
 def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | None:

@@ -21,24 +21,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
+from selfplay.api.objective import TRAIN_KEYS
 from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config
-from selfplay.core.run.build import build_objective, reward_expression
+from selfplay.core.run.build import build_objective, describe_reads, reward_expression
 from selfplay.core.run.config_loader import explain
 from selfplay.plugins.manager import registries
 
-# config keys whose effect belongs to the objective -> the `Objective.reads` name that uses
-# them ("advantages": read by every objective that needs advantages)
+# config keys whose effect belongs to an objective's setting -> the `Objective.reads` name that
+# uses them ("advantages": read by every objective that needs advantages). The shared
+# algorithm settings are the objective's own options; the train keys that schedule or move the
+# KL reference go with kl_coef.
 OWNED = {
-    "train.update_epochs": "update_epochs",
-    "train.clip": "clip",
-    "train.kl_coef": "kl_coef",
+    **{f"objective_options.{key}": key for key in TRAIN_KEYS},
     "train.kl_coef_step": "kl_coef",
     "train.kl_coef_max": "kl_coef",
     "train.reference_update": "kl_coef",
-    "train.entropy_coef": "entropy_coef",
-    "train.role_lr_scale": "role_lr_scale",
     "train.search_weight": "advantages",
     "estimator": "advantages",
     "estimator_options": "advantages",
@@ -118,6 +117,8 @@ def _for_another(key: str, every: dict[str, Any], given: dict[str, Any]) -> bool
     plugin = parts[at].removesuffix("_options")
     if plugin == "game" or plugin not in RunConfig.model_fields:
         return False  # (callback_options and logger_options belong to no one chosen plug-in)
+    if plugin == "objective" and parts[-1] in TRAIN_KEYS:
+        return False  # a shared algorithm setting: kept for any objective that reads it
     mine = given.get(plugin)  # a learner without its own PLUGIN has the run's
     theirs = every.get(plugin, RunConfig.model_fields[plugin].default)
     if at == 2:
@@ -206,8 +207,9 @@ def check_learner_settings(config: RunConfig) -> None:
         return
     for name, learner in config.learners.items():
         own = {f"train.{key}" for key in (learner.train.model_fields_set if learner.train else ())}
+        own |= {f"objective_options.{key}" for key in learner.objective_options or {}}
         own |= {key for key in ("estimator", "estimator_options") if getattr(learner, key)}
-        objective = build_objective(learner_config(config, name))
+        objective = _objective(learner_config(config, name))
         unread = sorted(f"learners.{name}.{key}" for key in _unread(objective, own))
         if unread:
             which = f"the objective {learner_config(config, name).objective!r} of learner {name!r}"
@@ -224,14 +226,6 @@ def _unread_message(unread: list[str], whose: str, objective: Any) -> str:
         f"{'it' if one else 'them'}, or choose an objective that reads "
         f"{'it' if one else 'them'} (`selfplay objectives`)."
     )
-
-
-def describe_reads(objective: Any) -> str:
-    """``train.update_epochs, train.kl_coef, ... and the estimator``, for messages and lists."""
-    names = [f"train.{name}" for name in sorted(objective.reads())]
-    if objective.needs == "advantages":
-        names.append("the estimator")
-    return ", ".join(names) or "no update setting"
 
 
 def _with(
@@ -258,7 +252,10 @@ def _with(
 
 
 def _objective(config: RunConfig) -> Any:
-    return build_objective(config)
+    """The run's objective, to ask what it reads (the shared settings it is given are checked
+    against that answer, so they are left out here)."""
+    options = {k: v for k, v in config.objective_options.items() if k not in TRAIN_KEYS}
+    return build_objective(config.model_copy(update={"objective_options": options}))
 
 
 def _game_options(config: RunConfig, game_cls: Any, needed: dict[str, Any]) -> dict[str, Any]:

@@ -52,8 +52,6 @@ def save(
     files = {checkpoint.CONFIG: config_text(state.config)}
     checkpoint.save(fabric, where, iteration, saved, files)
     state.league.after_checkpoint()
-    if folder:
-        state.league.write_reports()
 
 
 def checkpoints(resumed: Path, say: Say) -> checkpoint.Found:

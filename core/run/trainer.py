@@ -15,43 +15,20 @@ a `RunView`, never through the trainer.
 from __future__ import annotations
 
 import os
-import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
-from rich.markup import escape
 
-from selfplay.api.callback import Callback
 from selfplay.api.errors import ConfigError
-from selfplay.api.game import Game
-from selfplay.api.reward import RewardContext
-from selfplay.api.run_view import RunView
-from selfplay.api.sampler import OpponentSampler, learner_seat
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import served
-from selfplay.core.league.league import League, check_keep_best
-from selfplay.core.league.seating import Seats
-from selfplay.core.league.snapshots import snapshot_store
-from selfplay.core.models.loading import hub_folder
-from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.processes import Processes
 from selfplay.core.run import faults, resume
-from selfplay.core.run.build import (
-    build_callbacks,
-    build_game,
-    build_reward,
-    build_sampler,
-    check_players,
-)
-from selfplay.core.run.duties.checkpoints import Checkpoints, WeightAverageHandOver
-from selfplay.core.run.duties.display import Display, Plots
-from selfplay.core.run.duties.duty import Duty, TrainResult
-from selfplay.core.run.duties.evaluations import Evaluations
-from selfplay.core.run.duties.records import EpisodeLog, MetricsLog
+from selfplay.core.run.assembly import Assembly, Parts
+from selfplay.core.run.duties.duty import TrainResult
+from selfplay.core.run.duties.roster import run_duties
 from selfplay.core.run.hardware import (
     build_fabric,
     core_split,
@@ -60,43 +37,14 @@ from selfplay.core.run.hardware import (
     set_threads,
     thread_split,
 )
-from selfplay.core.run.model_setup import (
-    build_learners,
-    check_learner_judges,
-    prepare_learner,
-)
 from selfplay.core.run.progress import Phase, RunDisplay
-from selfplay.core.run.recipes import reads, resolve
+from selfplay.core.run.recipes import resolve
 from selfplay.core.run.run_folder import open_run_folder
 from selfplay.core.run.trackers import Trackers, check_loggers
-from selfplay.core.serving.backend import Backend, check_rollout_servers, served_backend
-from selfplay.core.train.learners import Learner, policies
+from selfplay.core.serving.backend import Backend, check_rollout_servers
 from selfplay.core.train.loop import Iteration
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.state import RunState
-
-
-@dataclass
-class Parts:
-    """The run's plug-ins and learner, built by name and checked before any work."""
-
-    game: Game
-    sampler: OpponentSampler
-    reward: Any  # the reward pipeline (core/reward_pipeline.py)
-    callbacks: list[tuple[str, Callback]]
-    learners: list[Learner]  # the shared policy, or one per group of roles
-
-    @classmethod
-    def build(cls, config: RunConfig) -> Parts:
-        game = build_game(config)
-        sampler = build_sampler(config, game)
-        reward = build_reward(config, game)
-        callbacks = build_callbacks(config)
-        check_players(config, game)
-        check_keep_best(config)
-        check_learner_judges(config, reward.models)
-        learners = build_learners(config, game)
-        return cls(game, sampler, reward, callbacks, learners)
 
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
@@ -144,80 +92,22 @@ class Trainer:
     # ---- set-up ----------------------------------------------------------------------------
 
     def _set_up(self, resuming: bool) -> RunState:
-        config, parts, fabric = self.config, self.parts, self.fabric
-        console = self.console if self.main else None
-        for learner in parts.learners:
-            train = learner.config.train
-            kl = "kl_coef" in reads(learner.objective)  # the objective's own KL, if scheduled
-            wanted = (
-                (kl and (train.kl_coef > 0 or train.kl_coef_step > 0))
-                or learner.objective.wants_reference()
-                or any(name.partition(":")[0] == "reference" for name in parts.reward.models)
-            )
-            prepare_learner(
-                fabric, self.processes, learner, parts.game, wanted, resuming, self._say, console
-            )
-        first = parts.learners[0]
-        models = RewardModels(config, first.policy, first.reference, parts.learners)
-        shown = lambda label: self._phase(label, quiet=True)  # noqa: E731
-        device = str(fabric.device)
-        context = RewardContext(parts.game, models, device, models.measure, shown, hub_folder)
-        parts.reward.bind(context)
-        for line in parts.reward.notices():
-            self._say(f"[yellow]note:[/yellow] {escape(line)}")
-        path = self.folder.path if self.folder else config.resume or config.out
-        self.shared = shared = Path(self.processes.broadcast(path))
-        store = snapshot_store(config, parts.learners, shared / "pool", self.main)
-        seat = first.policy
-        several = policies(parts.learners) if config.learners else {}
-        if served(config):  # the learners' turns on rollout servers (core/serving/)
-            threads, cores = self.workers
-            threads = threads or thread_split(config)[1]
-            self.backend = backend = served_backend(
-                config, parts.learners, shared, threads, self._say, cores
-            )
-            seat = backend.learner
-            several = {learner_seat(n): p for n, p in backend.learners.items()} if several else {}
-        owners = {role: learner.seat for learner in parts.learners for role in learner.roles}
-        seats = Seats(
-            seat,
-            parts.game,
-            snapshots=store,
-            learners=several,
-            owners=owners if several else {},
-        )
-        view = RunView(
-            config=config,
-            game=parts.game,
-            learner=first.policy,
-            sampler=parts.sampler,
+        """The run's state (core/run/assembly.py), where the run folder and servers are."""
+        assemble = Assembly(
+            config=self.config,
+            parts=self.parts,
+            fabric=self.fabric,
+            processes=self.processes,
             folder=self.folder.path if self.folder else None,
-            resumed=resuming,
-            is_main=self.main,
-            rank=self.processes.rank,
-            world_size=self.processes.world_size,
-            policy=seats.policy,
-            barrier=fabric.barrier,
             say=self._say,
+            phase=self._phase,
             reset_optimizer=self._reset_optimizer,
-            learners=several,
+            workers=self.workers,
+            console=self.console,
         )
-        if config.hardware.malloc_trim:
-            for learner in parts.learners:  # between backward passes
-                learner.updater.release = self.processes.heap.release
-        return RunState(
-            config=config,
-            game=parts.game,
-            learners=parts.learners,
-            sampler=parts.sampler,
-            reward=parts.reward,
-            callbacks=parts.callbacks,
-            rng=random.Random(config.seed),
-            generator=torch.Generator().manual_seed(config.seed),
-            seats=seats,
-            league=League(view, seats, store),
-            view=view,
-        )
+        made = assemble(resuming)
+        self.shared, self.backend = made.shared, made.backend
+        return made.state
 
     # ---- the run ---------------------------------------------------------------------------
 
@@ -238,7 +128,19 @@ class Trainer:
         config = self.config
         state, start, iterate = self._start()
         result = TrainResult(self.folder)
-        duties = self._duties(state, result)
+        assert self.shared is not None
+        duties = run_duties(
+            state,
+            result,
+            folder=self.folder,
+            shared=self.shared,
+            fabric=self.fabric,
+            display=self.display,
+            trackers=self.trackers,
+            started=self.started,
+            phase=self._phase,
+            say=self._say,
+        )
         hooks = [*duties, *(callback for _, callback in state.callbacks)]
         with self.display, frozen_heap():  # the collector skips what setup built (hardware.py)
             state.view = state.view.at(start)
@@ -289,19 +191,6 @@ class Trainer:
         self.rollouts = Rollouts(state, self.processes, self._phase, self._say, sync)
         self.rollouts.start(version=start)  # served: the servers get the weights we start from
         return state, start, Iteration(state, self.processes, self._phase, self._say, self.rollouts)
-
-    def _duties(self, state: RunState, result: TrainResult) -> list[Duty]:
-        """The run's own duties, in the order they are called (core/run/duties/duty.py)."""
-        assert self.shared is not None
-        return [
-            EpisodeLog(self.folder),
-            Evaluations(state, self._phase, result),
-            MetricsLog(self.trackers, state.progress, result, self.started),
-            Display(self.display, self.folder, result, self._say),
-            WeightAverageHandOver(state),
-            Checkpoints(state, self.fabric, self.shared, self.folder),
-            Plots(self.folder, self._say),
-        ]
 
     # ---- pieces ----------------------------------------------------------------------------
 

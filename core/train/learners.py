@@ -40,6 +40,7 @@ class Learner:
     optimizer: Any = None
     reference: Any = None
     updater: Any = None
+    settings: Any = None  # the objective's algorithm settings as bound (`TrainSettings`)
 
     @property
     def seat(self) -> str:

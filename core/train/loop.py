@@ -183,7 +183,9 @@ class Iteration:
             terms=s.reward.labels,
             reduce=processes.sum,
         )
-        schedule = apply_schedules(config, learner.optimizer, objective, iteration)
+        schedule = apply_schedules(
+            config, learner.optimizer, objective, iteration, learner.settings
+        )
         with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
             items = objective.prepare(data)
         with self.phase("update", quiet=True) as told:

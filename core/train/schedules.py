@@ -14,7 +14,8 @@ lr at iteration i of T (1-based), warm-up W, floor ``lr_min``:
 (cosine reaches lr_min at the last iteration, T; with ``--resume --iterations`` larger, T is
 the new total and the curve stretches from there.)
 
-kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max).
+kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max), from the
+objective's own kl_coef (its options) and the train section's step and cap.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def lr_at(train: Any, iteration: int, total: int) -> float:
     return floor + (base - floor) * (1 + math.cos(math.pi * done)) / 2
 
 
-def kl_at(train: Any, iteration: int) -> float:
-    """The KL coefficient of ``iteration`` (1-based)."""
-    value = max(0.0, train.kl_coef + train.kl_coef_step * (iteration - 1))
+def kl_at(kl_coef: float, train: Any, iteration: int) -> float:
+    """The KL coefficient of ``iteration`` (1-based), from the objective's ``kl_coef``."""
+    value = max(0.0, kl_coef + train.kl_coef_step * (iteration - 1))
     return value if train.kl_coef_max is None else min(value, train.kl_coef_max)
 
 
@@ -51,12 +52,13 @@ def scheduled(train: Any) -> bool:
 
 
 def apply_schedules(
-    config: Any, optimizer: Any, objective: Any, iteration: int
+    config: Any, optimizer: Any, objective: Any, iteration: int, base: Any
 ) -> dict[str, float]:
     """Set this iteration's learning rate and KL coefficient; their values for metrics.csv
-    (the KL coefficient only for an objective that reads it)."""
+    (the KL coefficient only for an objective that reads it). ``base``: the objective's
+    settings as the run bound them (`TrainSettings`), where the KL schedule starts."""
     train = config.train
-    lr, kl = lr_at(train, iteration, config.iterations), kl_at(train, iteration)
+    lr, kl = lr_at(train, iteration, config.iterations), kl_at(base.kl_coef, train, iteration)
     reads_kl = "kl_coef" in objective.reads()
     if scheduled(train):
         for group in optimizer.param_groups:

@@ -112,7 +112,7 @@ KILL_POINTS = [
     "posix:replace#2",  # the finished folder renamed into place
     "posix:replace#3",  # the pointer replaced
     "core/run/checkpoint.py:_prune#1",
-    "core/league/league.py:League.write_reports#1",
+    "core/league/league.py:League.write_tables#1",
 ]
 
 

@@ -1,10 +1,12 @@
-"""The duties that keep what the run trained: the weight average's hand-over and checkpoints.
+"""The duties that keep what the run trained: the weight average's hand-over, checkpoints, and
+the league's tables beside each checkpoint.
 
 At the last iteration (its count, or the time limit, reached: ``view.last``) each learner that
 keeps a weight average (``train.weight_average``, core/train/averaging.py) takes the average
 as its weights, so the checkpoint, the closing evaluation and an export all hold it. A
 checkpoint is written every ``checkpoint_every`` iterations and at the last one
-(core/run/resume.py); every process takes part.
+(core/run/resume.py); every process takes part. The league's tables (ratings.csv, crossplay.csv)
+are written with it, so the run folder's tables are those of its newest checkpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.run_view import RunView
+from selfplay.core.league.league import League
 from selfplay.core.run import resume
 from selfplay.core.run.duties.duty import Duty
 from selfplay.core.run.run_folder import RunFolder
@@ -39,6 +42,21 @@ class Checkpoints(Duty):
         self.state, self.fabric, self.shared, self.folder = state, fabric, shared, folder
 
     def on_iteration_end(self, view: RunView, row: dict[str, Any]) -> None:
-        every = self.state.config.checkpoint_every
-        if view.last or view.iteration % every == 0:
+        if checkpoint_due(view, self.state.config.checkpoint_every):
             resume.save(self.state, self.fabric, self.shared, self.folder, view.iteration)
+
+
+class LeagueTables(Duty):
+    """ratings.csv and crossplay.csv (process 0), whenever a checkpoint is written."""
+
+    def __init__(self, league: League, folder: RunFolder | None, every: int) -> None:
+        self.league, self.folder, self.every = league, folder, every
+
+    def on_iteration_end(self, view: RunView, row: dict[str, Any]) -> None:
+        if self.folder and checkpoint_due(view, self.every):
+            self.league.write_tables(self.folder.path)
+
+
+def checkpoint_due(view: RunView, every: int) -> bool:
+    """Whether the run checkpoints after this iteration: every ``every``, and the last one."""
+    return view.last or view.iteration % every == 0

@@ -6,19 +6,7 @@ on every hook, and that also sees what the iteration handed back (`on_played`: i
 voided ones included). Each is handed, when it is made, the parts it works with (the run
 folder, the display, the run's state), never the trainer. `TrainResult` is what the duties
 fill in for the run to return: the metrics rows and the closing evaluation.
-
-The duties, in the order the trainer calls them (core/run/trainer.py):
-
-    the episode log        episodes.jsonl, every match as it was played (records.py)
-    the evaluations        before and after training, every ``eval.every``, the held-out
-                           tasks (evaluations.py)
-    the metrics row        elapsed time, then every tracker (records.py)
-    the display            the bar, the closing table and what it says at the end (display.py)
-    the weight average     handed over at the last iteration (checkpoints.py)
-    checkpoints            every ``checkpoint_every``, at the last iteration, out of time
-                           (checkpoints.py)
-    plots                  the run's figures at the end (display.py)
-    the trackers' end      finalised once everything is written (records.py)
+The trainer calls them in the order core/run/duties/roster.py lists them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 `EpisodeLog` appends every match of an iteration to episodes.jsonl (voided ones as their own
 lines), before anything else looks at the iteration. `MetricsLog` stamps the row with the run's
 training time, hands it to every tracker (metrics.csv, TensorBoard, ...) and keeps it for the
-run's result; at the end of a run it finalises the trackers, once everything else is written.
+run's result; `TrackersEnd` finalises the trackers at the end of a run, once everything else is
+written.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ class MetricsLog(Duty):
         if self.trackers is not None:  # the main process: metrics.csv and the others
             self.trackers.log(row)
         self.result.rows.append(row)
+
+
+class TrackersEnd(Duty):
+    """The trackers finalised, once the run folder is complete (the last duty)."""
+
+    def __init__(self, trackers: Trackers | None) -> None:
+        self.trackers = trackers
 
     def on_train_end(self, view: RunView, result: Any) -> None:
         if self.trackers is not None:
