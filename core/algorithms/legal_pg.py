@@ -20,13 +20,14 @@ weight 1/q(a) is capped at ``max_weight``. Subtracting the menu's mean logit lea
 and keeps the step off the answers' common share of the vocabulary.
 
 Both regularisers are exact over the menu, not per token: the KL pull toward the reference
-(``train.kl_coef``; with ``train.reference_update`` the magnet of magnetic mirror descent)
+(``objective_options.kl_coef``; with ``train.reference_update`` the magnet of magnetic mirror
+descent)
 
     KL(q || q_ref) = sum_b q(b) (log q(b) - log q_ref(b))
 
-and the entropy bonus ``train.entropy_coef * H(q)``. The loss of a minibatch is the mean over
-its decisions. One update epoch only: the rollout did not record the other answers' scores, so
-a PPO ratio of q is not available.
+and the entropy bonus ``objective_options.entropy_coef * H(q)``. The loss of a minibatch is the
+mean over its decisions. One update epoch only: the rollout did not record the other answers'
+scores, so a PPO ratio of q is not available.
 
 A decision's rows share its prompt: the update reads it once, with gradients, and every
 answer after it from its key-value cache (core/models/prefix_scoring.py), as play does, so a

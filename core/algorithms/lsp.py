@@ -14,7 +14,8 @@ zero-sum: a challenger gains by stumping the solver only with questions the refe
 worth answering. With ``quality=None`` (no quality term) this is the paper's LSP-Zero.
 
 The total loss is L_sol + alpha * L_ch: alpha is the challenger's per-role loss scale
-(``train.role_lr_scale.challenger``); the KL to the reference is ``train.kl_coef``.
+(``objective_options.role_lr_scale.challenger``); the KL to the reference is
+``objective_options.kl_coef``.
 
 Matching samples to questions: the challenger's turn and the solver's answers of one match
 share ``Sample.episode``; the quality share of a return is ``Sample.parts[quality]``.
