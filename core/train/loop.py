@@ -153,6 +153,7 @@ class Iteration:
         train = learner.config.train
         invalid = invalid_return(learner.config)
         samples = episode_samples(episodes, scores, learner.seat, train.gamma, invalid)
+        samples = self.rollouts.aged(learner, samples, episodes, iteration)  # served: their age
         return [
             sample
             for sample in samples
