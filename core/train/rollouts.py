@@ -7,9 +7,12 @@
 - Overlapped (served, ``max_staleness`` >= 1): a producer thread plays the next iteration's
   matches while the trainer updates on this one (up to ``rollout.queue`` iterations ahead:
   the pipeline's depth, a setting apart from the cap). The matches are seated by the trainer,
-  in iteration order, from the run's generator, so the seeds are those of the run in turn. A
-  batch of matches is played by one version of the weights from its first move to its last:
-  new weights reach the servers only between batches.
+  in iteration order, from the run's generator, so the seeds are those of the run in turn,
+  and the version of the weights that plays a batch is fixed when it is seated (the newest
+  published then, or the first within the cap), so an overlapped run plays the same matches
+  however fast its trainer and servers run. A batch of matches is played by one version of
+  the weights from its first move to its last: new weights reach the servers only between
+  batches.
 
 A batch's staleness, for a learner, is the count of that learner's own updates between the
 version that played it and the weights it is trained into (a learner that updates every k
@@ -64,6 +67,7 @@ class _Job:
     iteration: int
     seatings: list[Any]
     seeds: list[int]
+    version: int = 0  # the weights that play it (overlapped), fixed when it is seated
 
 
 class Rollouts:
@@ -175,7 +179,7 @@ class Rollouts:
         seatings, seeds = seat_matches(
             s.game, s.sampler, s.seats, s.rng, config.matches, s.league.members
         )
-        self.jobs.put(_Job(iteration, seatings, seeds))
+        self.jobs.put(_Job(iteration, seatings, seeds, self._version_for(iteration)))
         self.submitted = iteration
         if self.producer is None:
             self.producer = threading.Thread(target=self._produce, name="rollouts", daemon=True)
@@ -184,8 +188,8 @@ class Rollouts:
     def _produce(self) -> None:
         while (job := self.jobs.get()) is not None:
             try:
-                waited = self._weights_for(job.iteration)
-                self.sync.push()
+                waited = self._weights_for(job.version)
+                self.sync.push(job.version)
                 batch = self._play(job)
                 batch.metrics["rollout/worker_wait_seconds"] = waited
                 self.results.put(batch)
@@ -199,17 +203,23 @@ class Rollouts:
         learner = next(ln for ln in self.state.learners if ln.name == name)
         return sum(1 for j in range(version + 1, iteration) if learner.trains(j))
 
-    def _weights_for(self, iteration: int) -> float:
-        """Wait until the weights are recent enough for ``iteration`` for every learner whose
-        ``stale`` is ``wait``."""
+    def _version_for(self, iteration: int) -> int:
+        """The weights that play ``iteration``: the newest published when it is seated (a
+        point of the trainer's own sequence, so the choice never depends on timing), or, for
+        a learner whose ``stale`` is ``wait``, the first version within its cap."""
+        version = self.sync.published
         waiting = [(name, cap) for name, (cap, stale) in self.caps.items() if stale == "wait"]
-        if not waiting:
-            return 0.0
+        while version < iteration - 1 and any(
+            self._lag(name, version, iteration) > cap for name, cap in waiting
+        ):
+            version += 1
+        return version
+
+    def _weights_for(self, version: int) -> float:
+        """Wait until the trainer has published ``version``."""
         started = time.perf_counter()
         with self.published:
-            while any(
-                self._lag(name, self.sync.published, iteration) > cap for name, cap in waiting
-            ):
+            while self.sync.published < version:
                 self.published.wait(timeout=1.0)
         return time.perf_counter() - started
 
