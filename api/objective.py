@@ -205,6 +205,12 @@ class Objective(ABC):
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         """The minibatch loss; ``current``/``reference`` score the items' samples, in order."""
 
+    def stale_options(self) -> dict[str, Any]:
+        """The options a run that trains stale samples records in its settings (config.yaml)
+        when the user left them unset: defaults that a later release may change (pg's
+        ``correction``), so that a resume trains as the run began."""
+        return {}
+
     def iteration_metrics(self) -> dict[str, float]:
         """Numbers about the last `prepare` (pairs formed, samples kept), for metrics.csv."""
         return {}

@@ -162,6 +162,9 @@ class PolicyGradient(Objective):
     def correction(self) -> str:
         return self.options.correction or STALE_DEFAULT
 
+    def stale_options(self) -> dict[str, Any]:
+        return {} if self.options.correction else {"correction": STALE_DEFAULT}
+
     def prepare(self, data: IterationData) -> list[Advantaged]:
         """Every sample the estimator kept (a None advantage drops it)."""
         self._proximal = {}

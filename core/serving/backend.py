@@ -39,12 +39,6 @@ def check_rollout_servers(config: Any, world_size: int = 1) -> None:
     if config.learners:
         check_learners_served(config)
         where = "rollout.workers" if config.rollout.workers else "learners.NAME.servers"
-    from selfplay.core.config.learners import learner_config
-    from selfplay.core.run.build import build_objective, check_stale
-
-    for name in config.learners or [None]:
-        mine = learner_config(config, name) if name else config
-        check_stale(mine, build_objective(mine))
     if config.lora.enabled and config.lora.per_role:
         raise ConfigError(
             f"{where} with lora.per_role: one adapter per role would need one served model "
