@@ -17,7 +17,7 @@ log-probabilities logp_b. ``correction`` (``objective_options``) says how the lo
 for that, at the level of each token or of each sample's whole answer (``level``), with the
 cap C (``importance_cap``; unset: ``rollout.importance_cap``, else 2.0 when served):
 
-- ``truncated-is`` (in turn, and the default): with one update epoch each term is weighted by
+- ``truncated-is``: with one update epoch each term is weighted by
   the truncated importance weight w = min(exp(logp_old - logp_b), C) (Yao et al. 2025, "Your
   Efficient RL Framework Secretly Brings You Off-Policy RL Training"; IMPALA's V-trace
   truncation, Espeholt et al. 2018); at the sequence level w = min(exp(sum_t (logp_old -
@@ -56,9 +56,9 @@ from selfplay.api.objective import IterationData, Loss, Objective, Scored
 from selfplay.api.options import Options
 
 #: The correction a served run uses when it trains samples of older weights
-#: (``rollout.max_staleness`` > 0) and ``correction`` is not set: measured on the default
-#: tic-tac-toe run (benchmarks/RESULTS.md, "Off-policy corrections").
-STALE_DEFAULT = "truncated-is"
+#: (``rollout.max_staleness`` > 0) and ``correction`` is not set (in turn: truncated-is):
+#: measured on the default tic-tac-toe run (benchmarks/RESULTS.md, "Off-policy corrections").
+STALE_DEFAULT = "decoupled"
 
 
 class PGOptions(Options):
@@ -67,7 +67,7 @@ class PGOptions(Options):
         description="How served tokens of another copy or an older version of the weights are "
         "corrected: truncated-is (a truncated importance weight), ppo-clip (PPO's ratio to "
         "the sampling policy, clipped), decoupled (AReaL's proximal policy). Unset: "
-        f"{STALE_DEFAULT} (docs/serving.md).",
+        f"{STALE_DEFAULT} with rollout.max_staleness > 0 (measured best), else truncated-is.",
     )
     level: Literal["token", "sequence"] = Field(
         default="token",
@@ -160,7 +160,9 @@ class PolicyGradient(Objective):
 
     @property
     def correction(self) -> str:
-        return self.options.correction or STALE_DEFAULT
+        if self.options.correction:
+            return self.options.correction
+        return STALE_DEFAULT if self.train.max_staleness else "truncated-is"
 
     def stale_options(self) -> dict[str, Any]:
         return {} if self.options.correction else {"correction": STALE_DEFAULT}

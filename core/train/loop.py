@@ -107,6 +107,7 @@ class Iteration:
         self.unscored = check_scored(
             iteration, episodes, every_sample, self.unscored, processes.sum, s.reward
         )
+        mine = {name: self.rollouts.kept(name, samples) for name, samples in mine.items()}
         trained = [
             self._train(learner, mine[learner.name], episodes, iteration) for learner in s.learners
         ]

@@ -252,9 +252,7 @@ class Rollouts:
         self, learner: Any, samples: list[Sample], episodes: list[Episode], iteration: int
     ) -> list[Sample]:
         """``learner``'s samples of this iteration, each with its staleness (in its own
-        versions); none when its turns were played past its cap and ``stale`` is drop."""
-        if learner.name in self.skip:
-            return []
+        versions)."""
         if not self.overlap:
             return samples
         aged = []
@@ -263,6 +261,11 @@ class Rollouts:
             lag = 0 if played is None else self._lag(learner.name, played, iteration)
             aged.append(dataclasses.replace(sample, staleness=lag) if lag else sample)
         return aged
+
+    def kept(self, name: str, samples: list[Sample]) -> list[Sample]:
+        """Learner ``name``'s samples to train: none when its turns of this batch were played
+        past its cap and its ``stale`` is ``drop``."""
+        return [] if name in self.skip else samples
 
     def _served_metrics(self, batch: Batch, staleness: int) -> dict[str, float]:
         self.largest = max(self.largest, staleness)
