@@ -273,7 +273,9 @@ def test_a_learner_that_updates_every_other_iteration_ages_in_its_own_versions(t
     flags = {"learners": learner_flags(["player_0", "player_1"])}
     extra = [
         *SERVED,
-        "game=kuhn-poker",  # both roles act in every match
+        "game=kuhn-poker",  # every move legal: both roles act in every match
+        "generation.choice=legal",
+        "objective=legal-pg",
         "rollout.max_staleness=1",
         "rollout.queue=2",
         "rollout.stale=drop",
