@@ -43,6 +43,12 @@ class Sample:
     turn: int = 0  # the position of its turn in its match (``Episode.turns[turn]``)
     # the legal answers it was chosen from, itself included (``generation.choice: legal``)
     menu: tuple[str, ...] = ()
+    # served, overlapped rollouts: the weight syncs (the learner's own updates) between the
+    # policy that sampled it and the one it trains; 0 in turn and in-process
+    staleness: int = 0
+    # under the legal choice, log q(chosen answer) under the policy that chose it (the menu's
+    # softmax); None when not recorded (in-process play, whose samples are never stale)
+    choice_logprob: float | None = None
 
 
 class Estimator(ABC):

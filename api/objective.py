@@ -116,6 +116,18 @@ class TrainSettings:
     # served rollouts: the cap C of the truncated importance weight min(pi_trainer / pi_server,
     # C) on each sampled token (``rollout.importance_cap``; None: no correction)
     importance_cap: float | None = None
+    # served, overlapped rollouts (``rollout.*``, or ``learners.NAME.*``): the staleness cap,
+    # and with ``stale: reweight`` the factor a sample's loss takes per sync past the cap
+    # (None: such samples are not trained, or the producer waits; `age_weight`)
+    max_staleness: int = 0
+    age_decay: float | None = None
+
+    def age_weight(self, staleness: int) -> float:
+        """A sample's loss factor for its age: ``age_decay ** (staleness - max_staleness)``
+        past the cap under ``rollout.stale: reweight``, else 1."""
+        if self.age_decay is None or staleness <= self.max_staleness:
+            return 1.0
+        return self.age_decay ** (staleness - self.max_staleness)
 
 
 @dataclass(frozen=True)
@@ -151,6 +163,13 @@ class Objective(ABC):
     metric_names: ClassVar[tuple[str, ...]] = ()
     #: The ``generation.choice`` the objective trains, when it needs one (``legal-pg``: legal).
     generation_choice: ClassVar[str | None] = None
+    #: What it does with a stale sample (served, overlapped rollouts: ``Sample.staleness`` > 0,
+    #: played by older weights): "corrects" it against the policy that sampled it (and takes
+    #: ``rollout.stale: reweight``'s age weights), "unaffected" (its loss does not read the
+    #: sampling policy: it trains the sample as it is), or "refuses" (`stale_reason` says why,
+    #: and ``rollout.max_staleness`` > 0 is refused before any work).
+    stale: ClassVar[str] = "refuses"
+    stale_reason: ClassVar[str] = "it does not say how it treats a sample of older weights"
 
     def __init__(self, **options: Any) -> None:
         self.options = type(self).Options(**options)
@@ -215,6 +234,12 @@ class Objective(ABC):
     @abstractmethod
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         """The minibatch loss; ``current``/``reference`` score the items' samples, in order."""
+
+    def stale_options(self) -> dict[str, Any]:
+        """The options a run that trains stale samples records in its settings (config.yaml)
+        when the user left them unset: defaults that a later release may change (pg's
+        ``correction``), so that a resume trains as the run began."""
+        return {}
 
     def iteration_metrics(self) -> dict[str, float]:
         """Numbers about the last `prepare` (pairs formed, samples kept), for metrics.csv."""

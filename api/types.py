@@ -42,6 +42,9 @@ class Completion:
     logprobs: tuple[float, ...] = ()
     prompt_ids: tuple[int, ...] = ()
     menu: tuple[str, ...] = ()
+    # log q(text) over ``menu`` under the policy that chose it, when the chooser records it
+    # (a served learner does: an overlapped run corrects for the version that chose)
+    choice_logprob: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class Turn:
     logprobs: tuple[float, ...] = ()
     prompt_ids: tuple[int, ...] = ()
     menu: tuple[str, ...] = ()  # the legal answers the text was chosen from (Completion.menu)
+    choice_logprob: float | None = None  # Completion.choice_logprob
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -75,6 +79,8 @@ class Turn:
         }
         if self.menu:  # only a chosen answer has one; written turns keep their old form
             data["menu"] = list(self.menu)
+        if self.choice_logprob is not None:
+            data["choice_logprob"] = self.choice_logprob
         return data
 
     @classmethod
@@ -91,6 +97,7 @@ class Turn:
             logprobs=tuple(data.get("logprobs", ())),
             prompt_ids=tuple(data.get("prompt_ids", ())),
             menu=tuple(data.get("menu", ())),
+            choice_logprob=data.get("choice_logprob"),
         )
 
 

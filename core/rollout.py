@@ -218,6 +218,7 @@ def _advance(
         logprobs=completion.logprobs,
         prompt_ids=completion.prompt_ids,
         menu=completion.menu,
+        choice_logprob=completion.choice_logprob,
     )
 
 

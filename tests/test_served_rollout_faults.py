@@ -151,10 +151,16 @@ def test_a_trainer_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
     assert not _workers_of(folder), "a rollout worker outlived its trainer"
 
 
+REWEIGHT = ["--set", "rollout.stale=reweight"]
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--set", "generation.choice=legal"], "scores every legal answer"),
+        (
+            ["--set", "objective=dpo", "--set", "rollout.max_staleness=1", *REWEIGHT],
+            "takes no age weights",
+        ),
         (["--lora", "--set", "lora.per_role=true"], "one adapter per role"),
         (["--devices", "2", "--strategy", "ddp"], "several training processes"),
         (["--set", "rollout.servers=openai:http://127.0.0.1:9/v1#x"], "not both"),

@@ -69,9 +69,30 @@ def test_completions_give_the_trainers_own_tokens_and_logprobs_for_a_batch(serve
     assert one["choices"][0]["text"] == reply["choices"][1]["text"]  # a seed is the match's
 
 
+def test_echo_scores_each_prompt_token_as_the_trainer_does(served):
+    """echo + max_tokens 0 (vLLM's prompt log-probabilities): a legal answer scored served."""
+    from selfplay.core.models.scoring import score
+
+    server, _, twin = served
+    body = {"prompt": PROMPTS, "echo": True, "max_tokens": 0, "logprobs": 0}
+    for temperature in (1.0, 0.7):
+        body["temperature"] = temperature
+        status, reply = post(server.url, "completions", {**body, "return_token_ids": True})
+        assert status == 200, reply
+        for prompt, choice in zip(PROMPTS, reply["choices"], strict=True):
+            assert choice["token_ids"] == prompt
+            found = choice["logprobs"]["token_logprobs"]
+            assert found[0] is None and len(found) == len(prompt)
+            with torch.no_grad():  # the trainer's score of the prompt's tail
+                mine = score(twin.model, [prompt[:2]], [prompt[2:]], twin.pad_id, temperature)
+            assert found[2:] == pytest.approx(mine.logp[0].tolist(), abs=1e-5)
+
+
 @pytest.mark.parametrize(
     ("body", "said"),
     [
+        ({"prompt": [1, 2], "echo": True}, "echo=true is supported with max_tokens=0"),
+        ({"prompt": [1, 2], "max_tokens": 0}, "it is for echo=true"),
         ({"prompt": [1, 2], "stream": True}, "stream=true is not supported"),
         ({"prompt": [1, 2], "stop": ["]"]}, "stop strings are not supported"),
         ({"prompt": [[1], [2]], "seed": [1]}, "one seed per prompt"),

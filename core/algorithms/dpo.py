@@ -87,6 +87,9 @@ class DPO(Objective):
     Options = DPOOptions
     name = "dpo"
     needs = "samples"
+    # DPO's loss reads the policy and the reference, never the policy that sampled the pair,
+    # so a pair of older weights (served, overlapped) is a preference pair like any other
+    stale = "unaffected"
     metric_names = ("margin", "reward_accuracy", "chosen_reward", "rejected_reward")
 
     def __init__(self, **options: Any) -> None:

@@ -32,6 +32,13 @@ scores, so a PPO ratio of q is not available.
 A decision's rows share its prompt: the update reads it once, with gradients, and every
 answer after it from its key-value cache (core/models/prefix_scoring.py), as play does, so a
 menu of nine answers costs about one prompt and nine short rows, not nine prompts.
+
+Served (``rollout.workers`` / ``servers``), each choice records log q_b(a), the chosen
+answer's probability under the version that chose it (`Sample.choice_logprob`). A decision
+played by older weights (overlapped: ``rollout.max_staleness`` > 0) is corrected by the
+truncated importance weight of the choice, min(q(a) / q_b(a), C), detached, with C the
+served cap (``rollout.importance_cap``, 2.0 when served); under ``rollout.stale: reweight``
+its loss is scaled by its age weight too.
 """
 
 from __future__ import annotations
@@ -92,6 +99,7 @@ class LegalPolicyGradient(Objective):
     Options = LegalPGOptions
     needs = "advantages"
     generation_choice = "legal"
+    stale = "corrects"
     metric_names = ("policy", "kl", "entropy", "chosen_prob")
 
     def bind(self, train: Any) -> None:
@@ -151,7 +159,12 @@ class LegalPolicyGradient(Objective):
             logq = torch.log_softmax(logits, dim=0)
             q = logq.exp()
             a = item.chosen
-            weight = scale.get(item.samples[a].role, 1.0) * item.advantage
+            played = item.samples[a]
+            weight = scale.get(played.role, 1.0) * item.advantage
+            weight *= self.train.age_weight(played.staleness)
+            cap = self.train.importance_cap
+            if cap is not None and played.choice_logprob is not None:  # served: q / q_b
+                weight = weight * torch.exp(logq[a].detach() - played.choice_logprob).clamp(max=cap)
             if self.options.update == "neurd":
                 importance = (1.0 / q[a].detach()).clamp(max=self.options.max_weight)
                 policy = -weight * importance * (logits[a] - logits.mean())

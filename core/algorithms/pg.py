@@ -12,15 +12,32 @@ With one update epoch the old log-probabilities are the current ones (detached):
 exactly 1 and the loss is REINFORCE with the estimator's baseline.
 
 Served rollouts (``rollout.workers`` / ``servers``): the tokens were sampled by another copy of
-the weights (another kernel, or an older version under overlap), so with one epoch each
-token's term is weighted by the truncated importance weight
+the weights (another kernel, or an older version under overlap: ``Sample.staleness``), with
+log-probabilities logp_b. ``correction`` (``objective_options``) says how the loss corrects
+for that, at the level of each token or of each sample's whole answer (``level``), with the
+cap C (``importance_cap``; unset: ``rollout.importance_cap``, else 2.0 when served):
 
-    w_t = min(exp(logp_old_t - logp_served_t), C)             C = rollout.importance_cap
+- ``truncated-is``: with one update epoch each term is weighted by
+  the truncated importance weight w = min(exp(logp_old - logp_b), C) (Yao et al. 2025, "Your
+  Efficient RL Framework Secretly Brings You Off-Policy RL Training"; IMPALA's V-trace
+  truncation, Espeholt et al. 2018); at the sequence level w = min(exp(sum_t (logp_old -
+  logp_b)), C) for every token of the answer. With several epochs PPO's ratio is taken against
+  logp_b instead, as before.
+- ``ppo-clip``: the PPO ratio is taken against the sampling policy in every epoch, ratio_t =
+  exp(logp_t - logp_b_t), clipped to [1 - eps, 1 + eps] (the stable loss of tinker-cookbook's
+  off-policy study), and a negative advantage's term is bounded by C * |A| (dual clip, Ye et al.
+  2020). At the sequence level the ratio is GSPO's exp(mean_t (logp_t - logp_b_t)) (Zheng et al.
+  2025), shared by the answer's tokens.
+- ``decoupled``: AReaL's decoupled PPO (Fu et al. 2025). A proximal policy stands between the
+  two: logp_prox, the trainer's own log-probabilities when the sample is first trained (its
+  weights then, detached). The PPO ratio is taken against it, ratio = exp(logp - logp_prox),
+  and the term is weighted by the behaviour weight w = exp(logp_prox - logp_b), with tokens
+  (or, at the sequence level, answers) whose w exceeds C left out of the loss (AReaL's
+  ``behav_imp_weight_cap``: masked, not truncated).
 
-the correction of Yao et al. 2025 ("Your Efficient RL Framework Secretly Brings You
-Off-Policy RL Training"), which truncates the weight as IMPALA's V-trace does (Espeholt et al.
-2018). A token the server did not sample (a search target) has w = 1. With several epochs the
-PPO ratio is already taken against the sampled log-probabilities. ``w_i`` is the per-role
+A token the server did not sample (a search target) has logp_b = logp_old: w = 1, ratio 1.
+Under ``rollout.stale: reweight`` a sample older than the cap has its loss scaled by
+``TrainSettings.age_weight`` (``rollout.age_decay`` per sync past it). ``w_i`` is the per-role
 weight of the sample (the per-role learning-rate scale; under Adam a loss weight changes the
 step size only approximately, which is why it is named a scale and documented as such).
 """
@@ -29,9 +46,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
+from pydantic import Field
 
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import (
@@ -46,6 +64,11 @@ from selfplay.api.objective import (
     UpdateEpochs,
 )
 from selfplay.api.options import Options
+
+#: The correction a served run uses when it trains samples of older weights
+#: (``rollout.max_staleness`` > 0) and ``correction`` is not set (in turn: truncated-is):
+#: measured on the default tic-tac-toe run (benchmarks/RESULTS.md, "Off-policy corrections").
+STALE_DEFAULT = "decoupled"
 
 
 @dataclass(frozen=True)
@@ -68,15 +91,23 @@ def policy_gradient_loss(
     kl_coef: float = 0.0,
     entropy_coef: float = 0.0,
     importance: torch.Tensor | None = None,
+    ratio: torch.Tensor | None = None,
+    floor: float | None = None,
 ) -> LossTerms:
+    """``ratio`` (default exp(logp - old_logp)) is PPO's; ``importance`` weights each term
+    without a gradient; ``floor`` bounds a negative advantage's term at floor * |A|."""
     mask = current.mask.float()
     tokens = mask.sum().clamp_min(1.0)
-    ratio = torch.exp(current.logp - old_logp)
+    if ratio is None:
+        ratio = torch.exp(current.logp - old_logp)
     adv = advantages[:, None]
     unclipped = ratio * adv
     clipped = ratio.clamp(1 - clip, 1 + clip) * adv
-    policy = -torch.minimum(unclipped, clipped) * weights[:, None]
-    if importance is not None:  # served tokens: the truncated importance weight (module doc)
+    policy = -torch.minimum(unclipped, clipped)
+    if floor is not None:  # dual clip: -A * C bounds the term of a negative advantage
+        policy = torch.where(adv < 0, torch.minimum(policy, -floor * adv), policy)
+    policy = policy * weights[:, None]
+    if importance is not None:  # served tokens: the correction's weight (module doc)
         policy = policy * importance
     per_token = policy
     if entropy_coef:  # at 0 the entropy is a metric only: no gradient is taken through it
@@ -110,6 +141,25 @@ class PGOptions(Options):
     kl_coef: KLCoef = 0.05
     entropy_coef: EntropyCoef = 0.0
     role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
+    correction: Literal["truncated-is", "ppo-clip", "decoupled"] | None = Field(
+        default=None,
+        description="How served tokens of another copy or an older version of the weights are "
+        "corrected: truncated-is (a truncated importance weight), ppo-clip (PPO's ratio to "
+        "the sampling policy, clipped), decoupled (AReaL's proximal policy). Unset: "
+        f"{STALE_DEFAULT} with rollout.max_staleness > 0 (measured best), else truncated-is.",
+    )
+    level: Literal["token", "sequence"] = Field(
+        default="token",
+        description="Weights and ratios per token, or one per answer (sequence: the "
+        "answer's summed log-ratio for the weights, GSPO's mean log-ratio for the ratio).",
+    )
+    importance_cap: float | None = Field(
+        default=None,
+        gt=0,
+        description="The cap C: truncated-is truncates its weight at C, ppo-clip bounds a "
+        "negative advantage's term at C|A|, decoupled leaves out tokens whose behaviour "
+        "weight exceeds C (unset: rollout.importance_cap, else 2.0 when served).",
+    )
 
 
 class PolicyGradient(Objective):
@@ -119,9 +169,24 @@ class PolicyGradient(Objective):
     Options = PGOptions
     needs = "advantages"
     metric_names = ("policy", "kl", "entropy", "clip_fraction")
+    stale = "corrects"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._proximal: dict[int, torch.Tensor] = {}  # decoupled: id(item) -> logp_prox
+
+    @property
+    def correction(self) -> str:
+        if self.options.correction:
+            return self.options.correction
+        return STALE_DEFAULT if self.train.max_staleness else "truncated-is"
+
+    def stale_options(self) -> dict[str, Any]:
+        return {} if self.options.correction else {"correction": STALE_DEFAULT}
 
     def prepare(self, data: IterationData) -> list[Advantaged]:
         """Every sample the estimator kept (a None advantage drops it)."""
+        self._proximal = {}
         advantages = data.advantages or [None] * len(data.samples)
         return [
             Advantaged((sample,), advantage)
@@ -138,31 +203,63 @@ class PolicyGradient(Objective):
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         samples = [item.samples[0] for item in items]
         device = current.logp.device
-        importance = None
-        if self.train.update_epochs == 1:  # the rollout policy is the current one: ratio 1
-            old = current.logp.detach()
-            cap = self.train.importance_cap
-            if cap is not None:
-                served = _padded([s.logprobs for s in samples], old)
-                importance = torch.exp(old - served).clamp(max=cap)
-        else:
-            old = _padded([s.logprobs for s in samples], current.logp.detach())
+        cap = self.options.importance_cap or self.train.importance_cap
+        served = cap is not None  # the tokens were sampled elsewhere: correct for it
+        now = current.logp.detach()
+        behaviour = _padded([s.logprobs for s in samples], now)
+        importance = ratio = floor = None
+        old = now if self.train.update_epochs == 1 else behaviour
+        if served and self.correction == "truncated-is" and self.train.update_epochs == 1:
+            importance = _weights(now - behaviour, current.mask, self.options.level).clamp(max=cap)
+        elif served and self.correction == "ppo-clip":
+            old, floor = behaviour, cap
+            ratio = _ratio(current.logp - behaviour, current.mask, self.options.level)
+        elif served and self.correction == "decoupled":
+            old = self._proximal_logp(items, now)
+            ratio = _ratio(current.logp - old, current.mask, self.options.level)
+            behaviour_weight = _weights(old - behaviour, current.mask, self.options.level)
+            importance = torch.where(behaviour_weight > cap, 0.0, behaviour_weight)
         scale = self.train.role_lr_scale
+        weights = [scale.get(s.role, 1.0) * self.train.age_weight(s.staleness) for s in samples]
         terms = policy_gradient_loss(
             current,
             old,
             torch.tensor([item.advantage for item in items], dtype=torch.float32, device=device),
-            torch.tensor(
-                [scale.get(s.role, 1.0) for s in samples], dtype=torch.float32, device=device
-            ),
+            torch.tensor(weights, dtype=torch.float32, device=device),
             clip=self.train.clip,
             ref_logp=None if reference is None else reference.logp,
             kl_coef=self.train.kl_coef,
             entropy_coef=self.train.entropy_coef,
             importance=importance,
+            ratio=ratio,
+            floor=floor,
         )
         metrics = {name: getattr(terms, name) for name in self.metric_names}
         return Loss(terms.loss, metrics)
+
+    def _proximal_logp(self, items: Sequence[Any], now: torch.Tensor) -> torch.Tensor:
+        """Each item's log-probabilities when it was first trained this iteration."""
+        rows = []
+        for i, item in enumerate(items):
+            kept = self._proximal.setdefault(id(item), now[i].clone())
+            rows.append(kept if kept.shape == now[i].shape else now[i])
+        return torch.stack(rows)
+
+
+def _weights(log_ratio: torch.Tensor, mask: torch.Tensor, level: str) -> torch.Tensor:
+    """exp(log_ratio) per token, or exp of each row's summed log-ratio for all its tokens."""
+    if level == "token":
+        return torch.exp(log_ratio)
+    total = (log_ratio * mask).sum(-1, keepdim=True)
+    return torch.exp(total.clamp(max=50.0)).expand_as(log_ratio)
+
+
+def _ratio(log_ratio: torch.Tensor, mask: torch.Tensor, level: str) -> torch.Tensor:
+    """PPO's ratio per token, or GSPO's exp(mean log-ratio) per row (with its gradient)."""
+    if level == "token":
+        return torch.exp(log_ratio)
+    mean = (log_ratio * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp_min(1)
+    return torch.exp(mean).expand_as(log_ratio)
 
 
 def _padded(rows: Sequence[Sequence[float]], current: torch.Tensor) -> torch.Tensor:

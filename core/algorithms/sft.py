@@ -65,6 +65,9 @@ class SFT(Objective):
     Options = SFTOptions
     name = "sft"
     needs = "samples"
+    # imitation of kept samples: the policy that sampled one does not enter the loss, so a
+    # sample of older weights (served, overlapped) is imitated as it is
+    stale = "unaffected"
     metric_names = ("nll",)
 
     def __init__(self, **options: Any) -> None:

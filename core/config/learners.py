@@ -16,7 +16,7 @@ and trains the shared policy builds and trains each learner unchanged.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -92,6 +92,16 @@ class LearnerConfig(BaseModel):
         description="Servers already running that generate its turns (its rollout.servers: "
         "openai:http://HOST:PORT/v1#MODEL, serving its own base model).",
     )
+    max_staleness: int | None = Field(
+        default=None,
+        ge=0,
+        description="Its own staleness cap (default: rollout.max_staleness), counted in its "
+        "own updates: one that updates every k iterations ages a version per update.",
+    )
+    stale: Literal["wait", "drop", "reweight"] | None = Field(
+        default=None,
+        description="Past its cap: wait, drop or reweight its samples (default: rollout.stale).",
+    )
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -124,6 +134,9 @@ def learner_config(run: RunConfig, name: str) -> RunConfig:
             data[section] = {**data[section], **own.model_dump(exclude_unset=True)}
     if learner.servers:
         data["rollout"]["servers"] = list(learner.servers)
+    for key in ("max_staleness", "stale"):
+        if getattr(learner, key) is not None:
+            data["rollout"][key] = getattr(learner, key)
     return type(run).model_validate(data)
 
 

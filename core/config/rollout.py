@@ -39,24 +39,33 @@ class RolloutConfig(BaseModel):
         ge=0,
         description="Weight syncs a sample may lag behind the update it trains: 0 plays and "
         "trains in turn (exactly the in-process run); 1 plays the next iteration while this "
-        "one trains.",
+        "one trains. learners.NAME.max_staleness sets one learner's apart.",
     )
     queue: int = Field(
         default=1,
         ge=1,
         description="With max_staleness >= 1: iterations the producer may play ahead of the "
-        "update (past max_staleness they wait for newer weights, or are dropped).",
+        "update (the pipeline's depth; how stale a sample may be trained is max_staleness).",
     )
-    stale: Literal["wait", "drop"] = Field(
+    stale: Literal["wait", "drop", "reweight"] = Field(
         default="wait",
-        description="Past max_staleness: wait for newer weights before playing, or drop the "
-        "stale matches (counted in rollout/stale_dropped).",
+        description="Past max_staleness: wait for newer weights before playing, drop the "
+        "stale samples untrained (rollout/stale_dropped), or train them with their loss "
+        "scaled by age_decay per sync past the cap (pg, legal-pg).",
+    )
+    age_decay: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="stale=reweight: the loss factor of a sample per weight sync past "
+        "max_staleness (0.5: a sample two syncs past the cap counts a quarter).",
     )
     importance_cap: float | None = Field(
         default=None,
         gt=0,
-        description="Truncated importance weight min(pi_trainer/pi_server, cap) on each "
-        "served token of the policy gradient (null: 2.0 when served, off in-process).",
+        description="The cap of the objective's off-policy correction on served tokens (the "
+        "old name of objective_options.importance_cap, which wins when set; null: 2.0 when "
+        "served, off in-process).",
     )
     pin: bool = Field(
         default=True,

@@ -20,7 +20,7 @@ from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler, is_served
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import learner_config
+from selfplay.core.config.learners import learner_config, served
 from selfplay.core.config.sections import MOVED
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import check_choice
@@ -236,7 +236,13 @@ def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
             chosen[key] = given.get(key, MOVED[key])
     if "role_lr_scale" in chosen:
         chosen["role_lr_scale"] = dict(chosen["role_lr_scale"])
-    return TrainSettings(**chosen, importance_cap=importance_cap(config))
+    rollout = config.rollout
+    return TrainSettings(
+        **chosen,
+        importance_cap=importance_cap(config),
+        max_staleness=rollout.max_staleness,
+        age_decay=rollout.age_decay if rollout.stale == "reweight" else None,
+    )
 
 
 def importance_cap(config: RunConfig) -> float | None:
@@ -248,12 +254,33 @@ def importance_cap(config: RunConfig) -> float | None:
     return 2.0 if rollout.served else None
 
 
+def check_stale(config: RunConfig, objective: Objective) -> None:
+    """A run that trains samples of older weights (served, ``max_staleness`` > 0) needs an
+    objective that says what it does with them (`Objective.stale`)."""
+    rollout = config.rollout
+    if not served(config) or not rollout.max_staleness:
+        return
+    if objective.stale == "refuses":
+        raise ConfigError(
+            f"rollout.max_staleness={rollout.max_staleness} with objective "
+            f"{config.objective!r}: {objective.stale_reason}. Train in turn "
+            "(rollout.max_staleness=0) or with an objective that corrects stale samples (pg)."
+        )
+    if rollout.stale == "reweight" and objective.stale != "corrects":
+        raise ConfigError(
+            f"rollout.stale=reweight with objective {config.objective!r}: it trains a stale "
+            "sample as it is and takes no age weights (pg and legal-pg do). Use "
+            "rollout.stale=wait or drop."
+        )
+
+
 def bound_objective(config: RunConfig) -> Any:
     """The run's objective, told its settings and checked against the run before any work:
     a setting it refuses (``legal-pg`` with two epochs) or a ``generation.choice`` it does
     not train is a ConfigError before the run folder or the model exists."""
     objective = build_objective(config)
     objective.bind(train_settings(config, objective))
+    check_stale(config, objective)
     needed = objective.generation_choice
     if needed is not None and needed != config.generation.choice:
         raise ConfigError(

@@ -24,8 +24,8 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.objective import TRAIN_KEYS
 from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import learner_config
-from selfplay.core.run.build import build_objective, describe_reads, reward_expression
+from selfplay.core.config.learners import learner_config, served
+from selfplay.core.run.build import build_objective, check_stale, describe_reads, reward_expression
 from selfplay.core.run.config_loader import explain
 from selfplay.plugins.manager import registries
 
@@ -57,12 +57,19 @@ def resolve(config: RunConfig) -> RunConfig:
         config = _with(RunConfig.model_validate(given), kept, given, recipe)
     _check_given(objective, config, _flat(given))
     check_learner_settings(config)
+    for name in config.learners or [None]:  # what each objective does with stale samples
+        mine = learner_config(config, name) if name else config
+        check_stale(mine, _objective(mine) if name else objective)
     update: dict[str, Any] = {"recipe": recipe.name if recipe else NO_RECIPE}
     game_cls = registries().games.get(config.game)
     update["reward"] = reward_expression(config, game_cls)
     needed = objective.game_options()
     if needed:
         update["game_options"] = _game_options(config, game_cls, needed)
+    if served(config) and config.rollout.max_staleness:  # the correction it chose, recorded
+        chosen = objective.stale_options()
+        if chosen:
+            update["objective_options"] = {**config.objective_options, **chosen}
     return config.model_copy(update=update)
 
 

@@ -7,8 +7,8 @@ are held by a `ServedLearner` and the weights reach the servers through a `Weigh
 
 What served rollouts support, each checked before a run folder exists:
 
-- ``generation.choice=legal`` and ``legal-pg``: refused. The legal choice scores every legal
-  answer with the model in memory; a server samples tokens.
+- ``generation.choice=legal`` and ``legal-pg``: each legal answer is scored on the servers
+  (prompt log-probabilities, core/serving/legal_choice.py).
 - ``dpo``, ``sft``, ``pg`` with any estimator, branches: served like any turn of the learner.
 - ``lora.per_role``: refused (one adapter per role would need one served name per role).
 - several training processes (``--devices``): refused; one trainer process drives the servers.
@@ -39,12 +39,6 @@ def check_rollout_servers(config: Any, world_size: int = 1) -> None:
     if config.learners:
         check_learners_served(config)
         where = "rollout.workers" if config.rollout.workers else "learners.NAME.servers"
-    if config.generation.choice == "legal":
-        raise ConfigError(
-            f"{where} with generation.choice=legal: the legal choice scores every legal answer "
-            "with the model in memory, and a server samples tokens; run it in-process "
-            f"(drop {where})."
-        )
     if config.lora.enabled and config.lora.per_role:
         raise ConfigError(
             f"{where} with lora.per_role: one adapter per role would need one served model "

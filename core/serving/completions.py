@@ -11,6 +11,13 @@ This is what a served learner needs of a server, and the fields are vLLM's:
                                     "text_offset"}}], "usage", ...}
     POST /tokenize        {"model", "prompt", "add_special_tokens"} -> {"tokens", "count"}
 
+``echo: true`` with ``max_tokens: 0`` and ``logprobs: 0`` scores the prompts instead of
+continuing them, as vLLM's completions route does: each choice's ``token_ids`` are its
+prompt's, and ``token_logprobs`` the log-probability of each prompt token given those before it
+(the first is null), under the request's temperature. A served learner under
+``generation.choice: legal`` reads each legal answer's score this way (prompt + answer in one
+row; core/serving/rollout_client.py). Echo while writing new tokens is not supported.
+
 Each choice's ``token_ids`` include the end-of-sequence token a row stopped at (as vLLM's
 do), and ``token_logprobs`` are the log-probabilities of those tokens under the temperature-
 scaled distribution (vLLM's ``--logprobs-mode processed_logprobs`` at ``top_p`` 1).
@@ -38,7 +45,7 @@ class CompletionRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
     prompt: Prompt
-    max_tokens: int | None = Field(default=16, ge=1)
+    max_tokens: int | None = Field(default=16, ge=0)
     temperature: float = Field(default=1.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
     seed: int | list[int] | None = None
@@ -85,8 +92,13 @@ def prompts_of(request: CompletionRequest, tokenizer: Any) -> list[list[int]]:
 def check_supported(request: CompletionRequest) -> None:
     if request.stream:
         raise Unsupported("stream=true is not supported; ask without streaming.")
-    if request.echo:
-        raise Unsupported("echo=true is not supported.")
+    if request.echo and (request.max_tokens != 0 or request.n != 1):
+        raise Unsupported(
+            "echo=true is supported with max_tokens=0 and n=1 (the prompt's log-probabilities, "
+            "nothing written); ask for new tokens without echo."
+        )
+    if not request.echo and request.max_tokens == 0:
+        raise Unsupported("max_tokens=0 writes nothing; it is for echo=true (prompt scores).")
     if request.stop:
         raise Unsupported(
             "stop strings are not supported: a row stops at the model's end-of-sequence token "
@@ -154,6 +166,90 @@ def completion_reply(
             "prompt_tokens": prompt_tokens,
             "completion_tokens": written,
             "total_tokens": prompt_tokens + written,
+        },
+        "selfplay": {"policy_version": version},
+    }
+
+
+def echo_logprobs(policy: Any, prompts: Sequence[Sequence[int]], temperature: float) -> list:
+    """Each prompt token's log-probability given the tokens before it (None for the first),
+    under ``temperature``: one forward pass over the rows, no grad."""
+    from contextlib import nullcontext
+
+    import torch
+
+    from selfplay.core.models.scoring import score
+
+    model = policy.model
+    was_training = model.training
+    model.eval()
+    try:
+        context = policy.forward_context or nullcontext
+        with torch.inference_mode(), context():
+            heads, tails = [p[:1] for p in prompts], [p[1:] for p in prompts]
+            single = [i for i, tail in enumerate(tails) if not tail]
+            scored = score(
+                model,
+                heads,
+                [t or [policy.pad_id] for t in tails],
+                policy.pad_id,
+                temperature,
+                False,
+            )
+    finally:
+        model.train(was_training)
+    values = (scored.logp.float() * scored.mask).cpu().tolist()
+    return [
+        [None] + ([] if i in single else values[i][: len(tails[i])]) for i in range(len(prompts))
+    ]
+
+
+def echo_reply(
+    model: str,
+    prompts: Sequence[Sequence[int]],
+    logps: Sequence[Sequence[float | None]],
+    texts: Sequence[str],
+    request: CompletionRequest,
+    version: int,
+) -> dict[str, Any]:
+    """The response body of an echo request: each prompt back with its log-probabilities."""
+    choices = []
+    as_ids = bool(request.return_tokens_as_token_ids)
+    for index, (prompt, values, text) in enumerate(zip(prompts, logps, texts, strict=True)):
+        shown = [f"token_id:{t}" if as_ids else str(t) for t in prompt]
+        choice: dict[str, Any] = {
+            "index": index,
+            "text": text,
+            "finish_reason": "length",
+            "stop_reason": None,
+            "logprobs": None,
+        }
+        if request.logprobs is not None:
+            choice["logprobs"] = {
+                "tokens": shown,
+                "token_logprobs": list(values),
+                "top_logprobs": [
+                    None if v is None else {s: v} for s, v in zip(shown, values, strict=True)
+                ]
+                if request.logprobs
+                else None,
+                "text_offset": [0] * len(prompt),
+            }
+        if request.return_token_ids:
+            choice["token_ids"] = list(prompt)
+            choice["prompt_token_ids"] = list(prompt)
+        choices.append(choice)
+    prompt_tokens = sum(len(p) for p in prompts)
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 0,
+            "total_tokens": prompt_tokens,
         },
         "selfplay": {"policy_version": version},
     }

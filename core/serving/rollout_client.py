@@ -30,6 +30,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion
 from selfplay.core.models.served import ServedError, ServedPolicy, ServedSpec, Unreachable
+from selfplay.core.serving.legal_choice import choose_served
 
 PROBE = "A probe of the tokenizer: [4] 12 + 7 = 19, ünïcödé, tabs\tand\nnew lines."
 
@@ -86,7 +87,28 @@ class Worker:
             found += self._read(reply, 1)
         return found
 
-    def _read(self, reply: Any, count: int) -> list[tuple[list[int], list[float]]]:
+    def echo(self, rows: Sequence[tuple[list[int], int]], sampling: dict[str, Any]) -> list:
+        """Each row's prompt token log-probabilities (echo, nothing written), the first
+        dropped: one request for `selfplay serve`, one per row for any other server."""
+        body = {
+            "model": self.model,
+            "echo": True,
+            "max_tokens": 0,
+            "logprobs": 0,
+            "return_token_ids": True,
+            "temperature": sampling["temperature"],
+        }
+        asked = [[p for p, _ in rows]] if self.ours else [[p] for p, _ in rows]
+        found: list[Any] = []
+        for prompts in asked:
+            reply = self.client.post("completions", {**body, "prompt": prompts})
+            for ids, logprobs in self._read(reply, len(prompts), echoed=True):
+                found.append((ids, logprobs[1:]))
+        return found
+
+    def _read(
+        self, reply: Any, count: int, echoed: bool = False
+    ) -> list[tuple[list[int], list[float]]]:
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not isinstance(choices, list) or len(choices) != count:
             raise ServedError(f"{self.url} answered {str(reply)[:200]} to a completions request.")
@@ -103,9 +125,11 @@ class Worker:
                 raise ConfigError(
                     f"rollout server {self.url} returned no log-probabilities for its tokens: "
                     "it must take logprobs=0 (vLLM: --max-logprobs 1 or more, and "
-                    "--logprobs-mode processed_logprobs so they include the temperature)."
+                    "--logprobs-mode processed_logprobs so they include the temperature)"
+                    + ("; the legal choice needs echo=true with max_tokens=0." if echoed else ".")
                 )
-            rows.append((list(ids), [float(x) for x in logprobs]))
+            # an echo's first prompt token has no log-probability (null): 0 stands for it
+            rows.append((list(ids), [0.0 if x is None else float(x) for x in logprobs]))
         return rows
 
     def _root_request(self, endpoint: str, body: dict[str, Any]) -> Any:
@@ -127,7 +151,11 @@ class Workers:
     def live(self) -> list[Worker]:
         return [w for w in self.workers if w.alive]
 
-    def generate(self, rows: list[tuple[list[int], int]], sampling: dict[str, Any]) -> list:
+    def generate(
+        self, rows: list[tuple[list[int], int]], sampling: dict[str, Any], ask: str = "complete"
+    ) -> list:
+        """Each row's answer from the live servers (``ask``: a Worker method, ``complete`` or
+        ``echo``), a lost server's rows going to the others."""
         found: list[Any] = [None] * len(rows)
         todo = list(range(len(rows)))
         while todo:
@@ -144,7 +172,7 @@ class Workers:
             todo = []
             with ThreadPoolExecutor(len(live), thread_name_prefix="rollout") as pool:
                 asked = [
-                    (w, share, pool.submit(w.complete, [rows[i] for i in share], sampling))
+                    (w, share, pool.submit(getattr(w, ask), [rows[i] for i in share], sampling))
                     for w, share in zip(live, shares, strict=True)
                     if share
                 ]
@@ -198,8 +226,16 @@ class ServedLearner(Policy):
             "logprobs": 0,
             "return_token_ids": True,
         }
+        if getattr(local, "choice", "free") == "legal":
+            return choose_served(self, requests, prompts, seeds, sampling, greedy)
+        return self.write(prompts, seeds, sampling)
+
+    def write(self, prompts: Sequence[list[int]], seeds: Sequence[int], sampling: dict) -> list:
+        """Completions written on the servers."""
         rows = self.workers.generate(list(zip(prompts, seeds, strict=True)), sampling)
-        texts = local.tokenizer.batch_decode([ids for ids, _ in rows], skip_special_tokens=True)
+        texts = self.encoder.tokenizer.batch_decode(
+            [ids for ids, _ in rows], skip_special_tokens=True
+        )
         return [
             Completion(text=text, token_ids=tuple(ids), logprobs=tuple(lp), prompt_ids=tuple(p))
             for text, (ids, lp), p in zip(texts, rows, prompts, strict=True)

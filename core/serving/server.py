@@ -46,7 +46,7 @@ from selfplay.core.serving import completions as cmpl
 from selfplay.core.serving.adapters import Adapters, HTTPProblem
 from selfplay.core.serving.weights import WeightReceiver, weight_routes
 
-# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat" or "completion"
+# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat", "completion", "echo"
 Key = tuple[str, str, str | None, bool, float, float, int]
 
 
@@ -217,6 +217,13 @@ class ChatService:
         adapter, role = self.resolve(request.model)
         tokenizer = self._tokenizer()
         prompts = cmpl.prompts_of(request, tokenizer)
+        model = request.model or self.name
+        if request.echo:  # the prompts' log-probabilities, nothing written
+            temperature = request.temperature or 1.0
+            key = ("echo", adapter or "", role, False, temperature, 1.0, 0)
+            logps = await asyncio.wrap_future(self.batcher.submit(key, prompts))
+            texts = tokenizer.batch_decode(prompts, skip_special_tokens=False)
+            return cmpl.echo_reply(model, prompts, logps, texts, request, self.weights.version)
         seeds = cmpl.row_seeds(request, len(prompts), random.getrandbits(62))
         repeated = [prompt for prompt in prompts for _ in range(request.n)]
         rows = list(zip(repeated, seeds, strict=True))
@@ -226,7 +233,6 @@ class ChatService:
         key: Key = ("completion", adapter or "", role, *sampling)
         done = await asyncio.wrap_future(self.batcher.submit(key, rows))
         texts = tokenizer.batch_decode([t for t, _ in done], skip_special_tokens=True)
-        model = request.model or self.name
         return cmpl.completion_reply(
             model, prompts, done, texts, request, tokens, self.weights.version
         )
@@ -254,6 +260,8 @@ class ChatService:
                     return policy.act(rows, greedy=greedy)
                 context = policy.role_context(role) if policy.role_context and role else None
                 with context or nullcontext():
+                    if kind == "echo":
+                        return cmpl.echo_logprobs(policy, rows, temperature)
                     found, logps = policy.generate(
                         [p for p, _ in rows], [s for _, s in rows], greedy=greedy
                     )

@@ -81,9 +81,10 @@ class WeightSync:
             temporary.replace(path)
         self.published = version
 
-    def push(self) -> bool:
-        """Bring every live server to the newest version; whether anything changed."""
-        version = self.published
+    def push(self, version: int | None = None) -> bool:
+        """Bring every live server to ``version`` (default: the newest); whether anything
+        changed."""
+        version = self.published if version is None else version
         changed = False
         for worker in self.learner.workers.live:
             if self.held.get(id(worker)) == version:
@@ -173,6 +174,6 @@ class WeightSyncs:
         for sync in self.syncs:
             sync.publish(version)
 
-    def push(self) -> bool:
-        changed = [sync.push() for sync in self.syncs]
+    def push(self, version: int | None = None) -> bool:
+        changed = [sync.push(version) for sync in self.syncs]
         return any(changed)

@@ -107,6 +107,7 @@ class Iteration:
         self.unscored = check_scored(
             iteration, episodes, every_sample, self.unscored, processes.sum, s.reward
         )
+        mine = {name: self.rollouts.kept(name, samples) for name, samples in mine.items()}
         trained = [
             self._train(learner, mine[learner.name], episodes, iteration) for learner in s.learners
         ]
@@ -153,6 +154,7 @@ class Iteration:
         train = learner.config.train
         invalid = invalid_return(learner.config)
         samples = episode_samples(episodes, scores, learner.seat, train.gamma, invalid)
+        samples = self.rollouts.aged(learner, samples, episodes, iteration)  # served: their age
         return [
             sample
             for sample in samples

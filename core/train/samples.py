@@ -72,6 +72,7 @@ def episode_samples(
                     opponent=_opponents(episode, turn.role),
                     turn=i,
                     menu=turn.menu,
+                    choice_logprob=turn.choice_logprob,
                 )
             )
         samples.extend(reversed(mine))
