@@ -1,10 +1,10 @@
 """What a run does when something goes wrong that must not cost it its work.
 
-A run stopped by a faulty plug-in, a failed write or an allocation that failed closes its
-trackers and says what its folder keeps and how to go on. (Within an iteration: a match
-whose game rules raised is voided and counted, `selfplay.core.rollout.voided`; a sample whose
-return or advantage is not a finite number is dropped and counted,
-`selfplay.core.train.samples.nonfinite`.)
+A run stopped by a faulty plug-in, a failed write, an allocation that failed or rollout
+servers that failed closes its trackers and says what its folder keeps and how to go on.
+(Within an iteration: a match whose game rules raised is voided and counted,
+`selfplay.core.rollout.voided`; a sample whose return or advantage is not a finite number is
+dropped and counted, `selfplay.core.train.samples.nonfinite`.)
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from selfplay.api.errors import PluginFault
 from selfplay.core.run import checkpoint
+from selfplay.core.serving.rollout_client import RolloutFailure
 from selfplay.core.train.state import OutOfMemory
 
 
@@ -25,7 +26,7 @@ def stopping(trackers: Any, kept_in: Callable[[], Path | None]) -> Iterator[None
     the message what the run folder ``kept_in()`` keeps (None until the loop began)."""
     try:
         yield
-    except (PluginFault, checkpoint.StorageError, OutOfMemory) as err:
+    except (PluginFault, checkpoint.StorageError, OutOfMemory, RolloutFailure) as err:
         _close(trackers)
         where = kept_in()
         if where is None:
