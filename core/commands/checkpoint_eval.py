@@ -3,7 +3,8 @@
     selfplay eval RUN_DIR                          greedy matches against every scripted player
     selfplay eval RUN_DIR --metric exploitability  exact exploitability, for games that list
                                                    their information sets (kuhn-poker, rps,
-                                                   openspiel:leduc_poker)
+                                                   openspiel:leduc_poker, openspiel:goofspiel
+                                                   (num_cards=3): `TABULAR_GAMES`)
 
 For exploitability the policy is the checkpoint's last iterate; when the run kept a pool, the
 report adds the average policy of the pool as the run's opponent sampler mixed it. In a run of
@@ -21,6 +22,13 @@ from selfplay.api.errors import ConfigError
 from selfplay.core.commands.play import run_config
 from selfplay.core.run.build import build_game, build_sampler
 from selfplay.core.run.checkpoint import CheckpointError
+
+# the games with exact exploitability, for messages (docs/games.md says the rule)
+TABULAR_GAMES = (
+    "kuhn-poker, rock-paper-scissors, and with the openspiel extra any two-player zero-sum "
+    "OpenSpiel game of at most 1,000 information sets, e.g. openspiel:kuhn_poker, "
+    "openspiel:leduc_poker, openspiel:goofspiel(num_cards=3)"
+)
 
 
 def evaluate_checkpoint(
@@ -104,8 +112,7 @@ def _exploitability(
     if not is_tabular(game):
         raise ConfigError(
             f"{game.name} does not list its information sets, so its exploitability cannot be "
-            "computed exactly; games that can: kuhn-poker, rock-paper-scissors, and with the "
-            "openspiel extra openspiel:kuhn_poker and openspiel:leduc_poker."
+            f"computed exactly; games that can: {TABULAR_GAMES}."
         )
     if table is None:
         table = policy_table(policy, game, config.generation.temperature)
