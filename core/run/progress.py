@@ -230,13 +230,10 @@ class RunDisplay:
             f"-> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.recipes import applied, recipe_notes
+        from selfplay.core.run.recipes import recipe_notes
 
-        if isinstance(c, RunConfig) and (settings := applied(c)):
-            shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())
-            self.console.print(
-                escape(f"recipe {c.recipe} (set any key to change it; --recipe none): {shown}")
-            )
+        if isinstance(c, RunConfig) and (line := recipe_line(c)):
+            self.console.print(escape(line))
         for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
             self.console.print(f"[yellow]note:[/yellow] {escape(note)}")
 
@@ -349,6 +346,25 @@ def docs_page(name: str) -> Path:
     import selfplay
 
     return Path(selfplay.__file__).resolve().parent / "docs" / name
+
+
+def recipe_line(config: Any) -> str:
+    """The banner's line of the recipe's settings: those the run trains with, then those the
+    user set otherwise, each with the recipe's value ("" without a recipe)."""
+    from selfplay.core.run.recipes import banner_settings
+
+    kept, changed = banner_settings(config)
+    if not kept and not changed:
+        return ""
+    shown = " ".join(f"{key}={json.dumps(value)}" for key, value in kept.items())
+    line = f"recipe {config.recipe} (set any key to change it; --recipe none): {shown}".rstrip()
+    if changed:
+        yours = " ".join(
+            f"{k}={json.dumps(mine)} (recipe: {json.dumps(theirs)})"
+            for k, (mine, theirs) in changed.items()
+        )
+        line += f"; yours instead: {yours}"
+    return line
 
 
 def _done(folder: Any) -> int:
