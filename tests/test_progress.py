@@ -184,6 +184,41 @@ def test_an_evaluation_tells_its_matches_as_they_end_and_a_log_shows_them(monkey
     assert said[-1].startswith("evaluation: 6/6")
 
 
+def test_a_log_gets_one_line_per_evaluation_of_several_learners(monkeypatch):
+    """Off a terminal, a short evaluation says one closing line, over every learner's matches
+    (it said one for the first learner and one more for each round of the next)."""
+    from contextlib import nullcontext
+
+    from selfplay.api.policy import ScriptedPolicy
+    from selfplay.core.run.evaluations import evaluate_learners
+    from selfplay.core.run.progress import Phase
+    from selfplay.games.tictactoe import TicTacToe
+
+    monkeypatch.delenv(EVERY_VARIABLE, raising=False)  # the default: a line every 30 s
+    learners = [
+        SimpleNamespace(name=role, roles=(role,), policy=ScriptedPolicy("random"),
+                        updater=SimpleNamespace(averaged=nullcontext))
+        for role in ("player_0", "player_1")
+    ]  # fmt: skip
+    ev = SimpleNamespace(opponents=["random", "minimax"], matches=4)
+    state = SimpleNamespace(
+        config=SimpleNamespace(eval=ev, seed=0), learners=learners, game=TicTacToe(), shared=False
+    )
+    said: list[str] = []
+    with Phase("evaluation", said.append, Console(file=io.StringIO())) as told:
+        results = evaluate_learners(state, told)
+    assert len(results) == 4  # two learners, two opponents
+    assert len(said) == 1 and said[0].startswith("evaluation: 16/16, "), said
+
+
+def test_the_closing_line_is_said_once():
+    said: list[str] = []
+    lines = PlainLines("evaluation", 4, said.append, every=30, clock=FakeClock())
+    lines.advance(4, "round 5")
+    lines.advance(0, "round 6")  # a late report of a step already over
+    assert said == ["evaluation: 4/4, 0:00 elapsed  round 5"]
+
+
 def test_a_step_inside_a_run_shows_as_a_second_bar_and_leaves_none_behind():
     from selfplay.core.run.progress import Phase
 

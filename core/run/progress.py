@@ -64,15 +64,16 @@ class PlainLines:
         self.done = self.first = done
         self.started = self.last = clock()
         self.quiet, self.spoke = quiet, False  # quiet: no closing line for a step that was short
+        self.closed = False  # the closing line (done == total) is said once
 
     def advance(self, steps: int = 1, status: str = "") -> None:
         self.done += steps
         now = self.clock()
-        if now - self.last < self.every and self.done < self.total:
+        if self.closed or (now - self.last < self.every and self.done < self.total):
             return
         if self.quiet and not self.spoke and now - self.started < self.every:
             return
-        self.last, self.spoke = now, True
+        self.last, self.spoke, self.closed = now, True, self.done >= self.total
         elapsed = now - self.started
         line = f"{self.label}: {self.done}/{self.total}, {_clock(elapsed)} elapsed"
         ran = self.done - self.first
