@@ -65,7 +65,7 @@ def test_a_recipe_fills_in_only_what_the_user_left_unset(recipe):
 
 
 def test_the_banner_shows_the_users_values_apart_from_the_recipes(recipe):
-    from selfplay.core.run.progress import recipe_line
+    from selfplay.core.run.recipes import recipe_line
 
     line = recipe_line(run_config(overrides=["train.lr=0.01", "seed=3"]))
     assert line.startswith("recipe test-recipe (set any key to change it; --recipe none): ")

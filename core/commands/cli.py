@@ -376,8 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             args = parser.parse_args(["run", *(argv or [])])
         return int(args.func(args) or EXIT_OK)
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt as interrupt:  # a run adds what its folder keeps (faults.py)
+        err.print(escape(f"interrupted: {interrupt}" if str(interrupt) else "interrupted"))
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`selfplay show RUN | head`): not an error of ours; point

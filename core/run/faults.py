@@ -32,6 +32,12 @@ def stopping(trackers: Any, kept_in: Callable[[], Path | None]) -> Iterator[None
         if where is None:
             raise
         raise type(err)(f"{err} {kept(Path(where))}") from None
+    except KeyboardInterrupt:  # Ctrl-C: main() says "interrupted", and with this how to go on
+        _close(trackers)
+        where = kept_in()
+        if where is None:
+            raise
+        raise KeyboardInterrupt(kept(Path(where), fixed=False)) from None
     except BaseException:
         _close(trackers)
         raise
@@ -43,15 +49,17 @@ def _close(logger: Any) -> None:
             logger.finalize("failed")
 
 
-def kept(folder: Path) -> str:
-    """What a stopped run's folder keeps, and how to go on."""
+def kept(folder: Path, fixed: bool = True) -> str:
+    """What a stopped run's folder keeps, and how to go on (``fixed``: once what stopped it
+    is fixed; a run the user interrupted needs nothing fixed)."""
     newest = checkpoint.latest(folder)
+    once = "once fixed, " if fixed else ""
     if newest is None:
         return (
-            f"No checkpoint was written yet: once fixed, `selfplay run --resume {folder}` "
-            "starts the run over."
+            f"No checkpoint was written yet: {once}`selfplay run --resume {folder}` starts the "
+            "run over."
         )
     return (
-        f"{folder} keeps everything up to its last checkpoint, {newest.name}: once fixed, "
-        f"continue with `selfplay run --resume {folder}`."
+        f"{folder} keeps everything up to its last checkpoint, {newest.name}: {once}continue "
+        f"with `selfplay run --resume {folder}`."
     )

@@ -231,8 +231,10 @@ class RunDisplay:
             f"-> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.recipes import recipe_notes
+        from selfplay.core.run.recipes import recipe_line, recipe_notes
 
+        if getattr(c, "learners", None):
+            self.console.print(escape(learners_line(c)))
         if isinstance(c, RunConfig) and (line := recipe_line(c)):
             self.console.print(escape(line))
         for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
@@ -245,6 +247,8 @@ class RunDisplay:
         self.header()
         self.progress.start()
         done = self.config.resume and _done(self.folder)
+        if self.config.resume:
+            self.console.print(escape(resume_line(self.folder.path, done or 0, c.iterations)))
         # a time limit ends the run first when the iterations would take longer
         minutes = getattr(c, "minutes", None)
         deadline = time.monotonic() + 60 * minutes if minutes else None
@@ -349,23 +353,25 @@ def docs_page(name: str) -> Path:
     return Path(selfplay.__file__).resolve().parent / "docs" / name
 
 
-def recipe_line(config: Any) -> str:
-    """The banner's line of the recipe's settings: those the run trains with, then those the
-    user set otherwise, each with the recipe's value ("" without a recipe)."""
-    from selfplay.core.run.recipes import banner_settings
+def learners_line(config: Any) -> str:
+    """``learners: NAME plays ROLES with MODEL (OPTIONS), ...``: who trains what, from the
+    settings (each learner's size in parameters is said as it is set up)."""
+    from selfplay.core.config_learners import learner_config, learner_roles
 
-    kept, changed = banner_settings(config)
-    if not kept and not changed:
-        return ""
-    shown = " ".join(f"{key}={json.dumps(value)}" for key, value in kept.items())
-    line = f"recipe {config.recipe} (set any key to change it; --recipe none): {shown}".rstrip()
-    if changed:
-        yours = " ".join(
-            f"{k}={json.dumps(mine)} (recipe: {json.dumps(theirs)})"
-            for k, (mine, theirs) in changed.items()
-        )
-        line += f"; yours instead: {yours}"
-    return line
+    shown = []
+    for name, settings in config.learners.items():
+        own = learner_config(config, name)
+        options = f" {json.dumps(own.model_options)}" if own.model_options else ""
+        roles = ", ".join(learner_roles(name, settings))
+        shown.append(f"{name} plays {roles} with {own.model}{options}")
+    return "learners: " + "; ".join(shown)
+
+
+def resume_line(folder: Any, done: int, iterations: int) -> str:
+    """What a resume continues from: the iteration of its checkpoint, or the start."""
+    if not done:
+        return f"resuming {folder}: it wrote no checkpoint, so the run starts over"
+    return f"resuming {folder} from iteration {done} (its last checkpoint), to {iterations}"
 
 
 def _done(folder: Any) -> int:

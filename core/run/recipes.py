@@ -16,6 +16,7 @@ out and named in the run's banner (`recipe_notes`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -177,6 +178,23 @@ def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
             node = node.get(part) if isinstance(node, dict) else None
         out[key] = (node, value)
     return out
+
+
+def recipe_line(config: RunConfig) -> str:
+    """The banner's line of the recipe's settings: those the run trains with, then those the
+    user set otherwise, each with the recipe's value ("" without a recipe)."""
+    kept, changed = banner_settings(config)
+    if not kept and not changed:
+        return ""
+    shown = " ".join(f"{key}={json.dumps(value)}" for key, value in kept.items())
+    line = f"recipe {config.recipe} (set any key to change it; --recipe none): {shown}".rstrip()
+    if changed:
+        yours = " ".join(
+            f"{k}={json.dumps(mine)} (recipe: {json.dumps(theirs)})"
+            for k, (mine, theirs) in changed.items()
+        )
+        line += f"; yours instead: {yours}"
+    return line
 
 
 def recipe_notes(config: RunConfig) -> list[str]:
