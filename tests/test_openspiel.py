@@ -301,6 +301,13 @@ def test_games_lists_openspiel(capsys):
     assert main(["games"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "openspiel:kuhn_poker" in out and "selfplay games --openspiel" in out
+    # a script reading the JSON finds them too, marked with their family
+    assert main(["games", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert {f"openspiel:{name}" for name in DOCUMENTED} <= set(rows)
+    assert rows["openspiel:kuhn_poker"]["family"] == "openspiel"
+    assert rows["openspiel:kuhn_poker"]["roles"] is None  # read when the game is loaded
+    assert rows["tictactoe"]["family"] is None and rows["tictactoe"]["roles"]
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch, capsys):
@@ -312,6 +319,9 @@ def test_missing_extra_names_the_pip_command(monkeypatch, capsys):
         registries().games.get("openspiel:kuhn_poker")
     assert main(["games"]) == 0
     assert "selfplay-rl[openspiel]" in " ".join(capsys.readouterr().out.split())
+    assert main(["games", "--json"]) == 0  # the other games still listed, none of OpenSpiel's
+    names = [row["name"] for row in json.loads(capsys.readouterr().out)]
+    assert "tictactoe" in names and not any(n.startswith("openspiel:") for n in names)
     game_class.cache_clear()
 
 

@@ -157,19 +157,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.listing import family_members, family_notes, games, games_table
+    from selfplay.core.commands import listing
 
     for family in ("textarena", "openspiel"):
         if getattr(args, family):
-            names = family_members(family)
+            names = listing.family_members(family)
             print(json.dumps(names, indent=2) if args.json else "\n".join(names))
             return EXIT_OK
-    code = _listing(args, games(), games_table)
-    if not args.json:
-        from selfplay.core.commands.show import ReaderConsole
+    if args.json:  # every game a run can name, the families' too
+        print(json.dumps(listing.games() + listing.family_rows(), indent=2, default=str))
+        return EXIT_OK
+    code = _listing(args, listing.games(), listing.games_table)
+    from selfplay.core.commands.show import ReaderConsole
 
-        for note in family_notes():
-            ReaderConsole().print(escape(note), highlight=False)
+    for note in listing.family_notes():
+        ReaderConsole().print(escape(note), highlight=False)
     return code
 
 
