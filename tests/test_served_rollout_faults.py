@@ -149,6 +149,22 @@ def test_a_run_whose_only_worker_dies_says_why_and_resumes(tmp_path, monkeypatch
     assert len((folder / "metrics.csv").read_text().splitlines()) == 3
 
 
+def test_a_server_lost_during_a_weight_push_is_named_with_the_reason_in_full():
+    from types import SimpleNamespace
+
+    from selfplay.core.models.served import Unreachable
+    from selfplay.core.serving.weight_sync import WeightSync
+
+    advice = "The served model ...: no answer after 4 attempt(s) (last: refused). Check " * 5
+    lost = Unreachable(advice, brief="no answer after 4 attempt(s); last: Connection refused")
+    said = WeightSync._failed(
+        SimpleNamespace(published=3), SimpleNamespace(url="http://w/v1"), lost
+    )
+    assert said.startswith("rollout server http://w/v1 did not take the weights of version 3 ")
+    assert "(no answer after 4 attempt(s); last: Connection refused)." in said
+    assert "a resume starts the run's local workers anew." in said and advice not in said
+
+
 def _workers_of(folder: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
