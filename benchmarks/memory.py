@@ -12,6 +12,8 @@ Samples are kuhn-poker shaped: a 130-token prompt and an 8-token answer, random 
     python benchmarks/memory.py wide --vocab 50000 --out DIR      # the wide model's folder
     python benchmarks/memory.py run --run-model DIR --no-lora --matches 64 --micros 0 \
         --train-minibatch 8 32 256
+    python benchmarks/memory.py passes --run-model DIR --matches 64 --train-minibatch 256
+                                                     # each backward pass's peak, one run
 
 ``--micros`` 0 runs with the defaults (``micro_batch_tokens: auto``); ``--micros -1`` with the
 whole minibatch (``micro_batch_tokens: null``), as before token budgets; ``--no-trim`` turns
@@ -246,9 +248,54 @@ def run_peaks(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def pass_peaks(args: argparse.Namespace) -> None:
+    """What the update's peak is made of, in one `selfplay run` iteration in this process
+    (``--run-model``, kuhn-poker, the first of ``--matches`` and ``--train-minibatch``): a line
+    per backward pass with its rows and longest row, the resident set and glibc's free heap
+    before it (``resident_mb``, ``free_heap_mb``), and the peak during it (``VmHWM``, reset as
+    the pass starts). The whole run's peak is ``run``'s (the peak is reset here)."""
+    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.run.trainer import train
+    from selfplay.core.train import state, update
+
+    glibc = state._glibc()
+    loss, step = update.Updater._loss, update.Updater._step
+    open_pass: list[dict[str, Any]] = []
+
+    def close() -> None:
+        if open_pass:
+            row = open_pass.pop()
+            print(json.dumps({**row, "pass_peak_rss_mb": round(resident("VmHWM"))}), flush=True)
+
+    def measured(self: Any, items: list[Any]) -> Any:
+        close()
+        rows = [sample for item in items for sample in item.samples]
+        longest = max(len(s.prompt_ids) + len(s.token_ids) for s in rows)
+        heap = round(glibc.mallinfo2().fordblks / MB) if glibc else None
+        before = round(resident())
+        open_pass.append(
+            {"rows": len(rows), "longest": longest, "resident_mb": before, "free_heap_mb": heap}
+        )
+        Path("/proc/self/clear_refs").write_text("5")
+        return loss(self, items)
+
+    def stepped(self: Any, batch: list[Any], stats: Any) -> None:
+        step(self, batch, stats)
+        close()
+
+    update.Updater._loss, update.Updater._step = measured, stepped
+    flags = {
+        "model": args.run_model, "game": "kuhn-poker", "matches": args.matches[0],
+        "iterations": 1, "out": Path(args.out), "name": f"passes-{time.time_ns()}",
+    }  # fmt: skip
+    minibatch = (args.train_minibatch or [256])[0]
+    sets = ["eval.matches=2", f"threads={args.threads}", f"train.minibatch_size={minibatch}"]
+    train(build_config(None, flags, [*sets, "cold_start.steps=0"]))
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tiny", "smollm2", "run", "wide", "_one"])
+    parser.add_argument("what", choices=["tiny", "smollm2", "run", "passes", "wide", "_one"])
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu")
     parser.add_argument(
@@ -293,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(measure_update(args)))
     elif args.what == "run":
         run_peaks(args)
+    elif args.what == "passes":
+        pass_peaks(args)
     elif args.what == "wide":
         build_wide(args)
     else:

@@ -107,6 +107,20 @@ def run_mode(mode: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     }
 
 
+def closing(after: dict) -> str:
+    """A run's closing table on one line, as RESULTS.md writes it: ``random: win 0.59 [0.49,
+    0.68] non-loss 0.84 [0.76, 0.90]  minimax: ...``."""
+
+    def interval(pair: list[float]) -> str:
+        return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
+
+    return "  ".join(
+        f"{name}: win {a['win_rate']:.2f} {interval(a['win_interval'])} non-loss "
+        f"{a['non_loss_rate']:.2f} {interval(a['non_loss_interval'])}"
+        for name, a in after.items()
+    )
+
+
 def inside(served: dict, local: dict) -> str:
     """Whether the served run's rates fall inside the in-process run's intervals."""
     checks = []
@@ -151,13 +165,7 @@ def main() -> None:
                 print(f"seed {seed}: {top} / {base} = {ratio:.2f}")
         if args.table:
             for mode in modes:
-                after = results[mode, seed]["after"]
-                shown = "  ".join(
-                    f"{n}: win {a['win_rate']:.2f} {a['win_interval']} non-loss "
-                    f"{a['non_loss_rate']:.2f} {a['non_loss_interval']}"
-                    for n, a in after.items()
-                )
-                print(f"  {mode:<12} {shown}")
+                print(f"  {mode:<12} {closing(results[mode, seed]['after'])}")
             for top, base in (("served-1+1", "inprocess-2"), ("served-1+1", "inprocess-1")):
                 if (top, seed) in results and (base, seed) in results:
                     verdict = inside(results[top, seed]["after"], results[base, seed]["after"])

@@ -4,12 +4,13 @@ The heap (``hardware.malloc_trim``; glibc only, other C libraries are left alone
 what tensors free for reuse, so a process's resident memory climbs through an update of many
 micro-batches (SmolLM2-135M under LoRA gained 50-100 MB with each one-row micro-batch).
 `Heap.release` hands what is free back to the system (``malloc_trim``) once more than
-``KEEP_FREE_BYTES`` is free: after each of an update's backward passes but the last, after each
-update and after each rollout; from an update's second backward pass on, blocks of 4 MB and
-more also go straight back when freed (``mallopt``'s mmap threshold, restored by
-`Heap.updating`). Below that, and in an update of one pass, glibc keeps what it has, because
-memory handed back costs page faults when it is touched again: trimming after every phase,
-and the threshold in every update, made the peer race's short iterations 1.2-1.5x slower.
+``KEEP_FREE_BYTES`` is free: before the first of a step's backward passes (when it has several)
+and after each but the last, after each update and after each rollout; from an update's first
+pass on, blocks of 4 MB and more also go straight back when freed (``mallopt``'s mmap
+threshold, restored by `Heap.updating`). Below that, and in an update of one pass, glibc keeps
+what it has, because memory handed back costs page faults when it is touched again: trimming
+after every phase, and the threshold in every update, made the peer race's short iterations
+1.2-1.5x slower.
 
 An allocation that fails (CPU or GPU) becomes `OutOfMemory` (exit code 6), whose message names
 the setting to lower.

@@ -87,4 +87,19 @@ def episode_metrics(
     if branches:
         row["branch_matches"] = int(branches)
     row.update({f"share/{k}": v for k, v in role_outcomes(episodes).items()})
+    row.update(signal_means(episodes))
     return row
+
+
+def signal_means(episodes: Sequence[Episode]) -> dict[str, float]:
+    """``signal/NAME``: the mean of each of the game's signals (`Game.signals`: turns, invalid
+    attempts, a judge's agreement, ...) over the matches that report it; like the shares, over
+    this process's matches."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for episode in episodes:
+        for name, value in episode.signals.items():
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                sums[name] = sums.get(name, 0.0) + float(value)
+                counts[name] = counts.get(name, 0) + 1
+    return {f"signal/{name}": sums[name] / counts[name] for name in sorted(sums)}

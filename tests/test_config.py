@@ -56,6 +56,13 @@ def test_bad_value_names_key_and_value():
         build_config(None, {"matches": 0})
 
 
+def test_a_lone_value_for_a_list_shows_the_list_form():
+    with pytest.raises(ConfigError) as refused:
+        build_config(None, {}, ["eval.opponents=minimax"])
+    said = " ".join(str(refused.value).split())
+    assert "'eval.opponents'" in said and "--set eval.opponents=[minimax]" in said
+
+
 def test_malformed_set_and_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         build_config(None, {}, ["matches"])

@@ -52,7 +52,7 @@ def test_the_mmap_threshold_is_lowered_only_in_an_update_of_several_passes():
         pass
     assert glibc.mallopts == []
     with run.updating():
-        run.release()  # between the first and second pass, and the second and third
+        run.release()  # before the first of several passes, and between two
         run.release()
     lowered = (memory.M_MMAP_THRESHOLD, memory.UPDATE_MMAP_THRESHOLD)
     assert glibc.mallopts == [lowered, (memory.M_MMAP_THRESHOLD, memory.LARGEST_MMAP_THRESHOLD)]

@@ -375,7 +375,14 @@ def test_the_joint_table_takes_each_role_from_its_learner():
 def test_two_learners_report_their_joint_exploitability(tmp_path):
     args = ["--game", "kuhn-poker", "--matches", "8", "--cold-start", "0", "--seed", "1"]
     args += ["--set", "eval.matches=4", "--learner", "player_0", "--learner", "player_1"]
+    args += ["--set", "learners.player_1.model_options={model_seed: 1}"]  # two models
     out = selfplay("run", *args, "--iterations", "1", "--out", str(tmp_path), "--name", "k")
     assert out.returncode == 0, out.stderr
     value = float(rows(tmp_path / "k")[0]["exploitability/last"])
     assert 0.0 < value < 2.0  # Kuhn's exploitability is at most a few chips
+    # measured again after the run: the same joint number under the same name
+    report = evaluate_checkpoint(tmp_path / "k", "exploitability", 0)
+    assert report["exploitability/last"] == pytest.approx(value, abs=1e-6)
+    # one learner playing both seats is another number: refused, not logged under this name
+    with pytest.raises(ConfigError, match=r"joint policy's.*drop --learner"):
+        evaluate_checkpoint(tmp_path / "k", "exploitability", 0, learner="player_0")

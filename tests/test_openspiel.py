@@ -267,6 +267,25 @@ def test_bad_names_exit_2_naming_them(capsys, tmp_path):
     assert "could not load 'leduc_poker(players=x)'" in capsys.readouterr().err
 
 
+def test_openspiels_own_error_lines_stay_off_the_terminal(capfd, tmp_path):
+    """A probe that expects OpenSpiel to refuse (goofspiel cannot resample, so it has no
+    `mcts`), and a game string it cannot load, print nothing of OpenSpiel's own C++ text."""
+    game_class.cache_clear()
+    game = make("goofspiel(num_cards=3)")
+    assert "mcts" not in game.players and isinstance(game, TabularGame)  # exact exploitability
+    assert main(["run", "--game", "openspiel:goofspiel(bogus=3)", "--out", str(tmp_path)]) == 2
+    err = capfd.readouterr().err
+    assert "OpenSpiel exception" not in err
+    assert err.startswith("error: OpenSpiel could not load 'goofspiel(bogus=3)'")
+
+
+def test_a_game_without_exact_exploitability_names_those_with_it():
+    from selfplay.core.commands.checkpoint_eval import _exploitability
+
+    with pytest.raises(ConfigError, match=r"goofspiel\(num_cards=3\)"):
+        _exploitability(make("liars_dice"), None, None, None)
+
+
 def test_a_prompt_over_the_limit_stops_the_run_naming_the_sizes(capsys, tmp_path):
     with pytest.raises(ConfigError, match=r"is \d+ characters .*max_prompt_chars=200"):
         make("bargaining", max_prompt_chars=200)
@@ -282,6 +301,13 @@ def test_games_lists_openspiel(capsys):
     assert main(["games"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "openspiel:kuhn_poker" in out and "selfplay games --openspiel" in out
+    # a script reading the JSON finds them too, marked with their family
+    assert main(["games", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert {f"openspiel:{name}" for name in DOCUMENTED} <= set(rows)
+    assert rows["openspiel:kuhn_poker"]["family"] == "openspiel"
+    assert rows["openspiel:kuhn_poker"]["roles"] is None  # read when the game is loaded
+    assert rows["tictactoe"]["family"] is None and rows["tictactoe"]["roles"]
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch, capsys):
@@ -293,6 +319,9 @@ def test_missing_extra_names_the_pip_command(monkeypatch, capsys):
         registries().games.get("openspiel:kuhn_poker")
     assert main(["games"]) == 0
     assert "selfplay-rl[openspiel]" in " ".join(capsys.readouterr().out.split())
+    assert main(["games", "--json"]) == 0  # the other games still listed, none of OpenSpiel's
+    names = [row["name"] for row in json.loads(capsys.readouterr().out)]
+    assert "tictactoe" in names and not any(n.startswith("openspiel:") for n in names)
     game_class.cache_clear()
 
 

@@ -184,6 +184,90 @@ def test_an_evaluation_tells_its_matches_as_they_end_and_a_log_shows_them(monkey
     assert said[-1].startswith("evaluation: 6/6")
 
 
+def test_a_log_gets_one_line_per_evaluation_of_several_learners(monkeypatch):
+    """Off a terminal, a short evaluation says one closing line, over every learner's matches
+    (it said one for the first learner and one more for each round of the next)."""
+    from contextlib import nullcontext
+
+    from selfplay.api.policy import ScriptedPolicy
+    from selfplay.core.run.duties.evaluations import evaluate_learners
+    from selfplay.core.run.progress import Phase
+    from selfplay.games.tictactoe import TicTacToe
+
+    monkeypatch.delenv(EVERY_VARIABLE, raising=False)  # the default: a line every 30 s
+    learners = [
+        SimpleNamespace(name=role, roles=(role,), policy=ScriptedPolicy("random"),
+                        updater=SimpleNamespace(averaged=nullcontext))
+        for role in ("player_0", "player_1")
+    ]  # fmt: skip
+    ev = SimpleNamespace(opponents=["random", "minimax"], matches=4)
+    state = SimpleNamespace(
+        config=SimpleNamespace(eval=ev, seed=0), learners=learners, game=TicTacToe(), shared=False
+    )
+    said: list[str] = []
+    with Phase("evaluation", said.append, Console(file=io.StringIO())) as told:
+        results = evaluate_learners(state, told)
+    assert len(results) == 4  # two learners, two opponents
+    assert len(said) == 1 and said[0].startswith("evaluation: 16/16, "), said
+
+
+def test_the_closing_line_is_said_once():
+    said: list[str] = []
+    lines = PlainLines("evaluation", 4, said.append, every=30, clock=FakeClock())
+    lines.advance(4, "round 5")
+    lines.advance(0, "round 6")  # a late report of a step already over
+    assert said == ["evaluation: 4/4, 0:00 elapsed  round 5"]
+
+
+def test_the_header_names_each_learner_and_its_model():
+    from selfplay.core.run.config_loader import build_config, learner_flags
+
+    learners = learner_flags(["player_0", "player_1=tiny"])
+    sizes = ["learners.player_1.model_options={layers: 2}"]
+    config = build_config(None, {"game": "tictactoe", "learners": learners}, sizes)
+    out = io.StringIO()
+    shown = display(out)
+    shown.config = config
+    shown.header()
+    said = " ".join(out.getvalue().split())
+    assert "learners: player_0 plays player_0 with tiny; player_1 plays player_1 with tiny" in said
+    assert said.count('{"layers": 2}') == 1  # the second learner's size, set apart
+
+
+def test_a_resume_says_which_iteration_it_continues_from(tmp_path):
+    metrics = tmp_path / "metrics.csv"
+    metrics.write_text("iteration,mean_reward\n1,0.0\n2,0.5\n")
+    folder = SimpleNamespace(
+        path=tmp_path,
+        metrics=metrics,
+        read_metrics=lambda: [{"iteration": "1"}, {"iteration": "2"}],
+    )
+    out = io.StringIO()
+    shown = display(out)
+    shown.config.resume, shown.config.iterations, shown.folder = tmp_path, 5, folder
+    with shown:
+        pass
+    assert f"resuming {tmp_path} from iteration 2 (its last checkpoint), to 5" in out.getvalue()
+    metrics.unlink()
+    out = io.StringIO()
+    shown = display(out)
+    shown.config.resume, shown.folder = tmp_path, folder
+    with shown:
+        pass
+    assert "it wrote no checkpoint, so the run starts over" in out.getvalue()
+
+
+def test_a_learners_size_is_said_in_parameters():
+    from selfplay.core.models.tiny import build_tiny
+    from selfplay.core.run.model_setup import size
+
+    model = build_tiny(seed=0)[0]
+    every = sum(p.numel() for p in model.parameters())
+    assert size(model) == f"{every / 1e6:.2f}M parameters"
+    model.get_output_embeddings().weight.requires_grad_(False)
+    assert size(model).startswith(f"{every / 1e6:.2f}M parameters, ") and "M trained" in size(model)
+
+
 def test_a_step_inside_a_run_shows_as_a_second_bar_and_leaves_none_behind():
     from selfplay.core.run.progress import Phase
 

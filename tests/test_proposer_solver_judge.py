@@ -5,6 +5,7 @@ task split, and a run that trains all three seats."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,19 @@ def test_all_three_seats_play_and_the_judge_is_paid_for_agreeing_with_the_verifi
     wrong = match(game, "[20]", "[correct]")  # the judge passed a wrong answer
     assert wrong.outcome == {"proposer": 1.0, "solver": -1.0, "judge": 0.0}
     assert wrong.signals["judge_false_pass"] == 1.0 and wrong.signals["judge_agreed"] == 0.0
+
+
+def test_the_judges_signals_are_logged_in_metrics_csv_as_the_docs_say():
+    from selfplay.core.stats import episode_metrics
+
+    game = ProposerSolverJudge({"calibration": 0})
+    played = [match(game, "[20]", "[correct]"), match(game, "2 + 12 = 14, so [14]", "[correct]")]
+    row = episode_metrics(played, [ep.outcome for ep in played], lambda total: total)
+    assert row["signal/judge_false_pass"] == 0.5 and row["signal/judge_agreed"] == 0.5
+    assert row["signal/judge_said_correct"] == 1.0
+    games_md = (Path(__file__).parent.parent / "docs" / "games.md").read_text()
+    for name in ("judge_agreed", "judge_said_correct", "judge_false_pass"):
+        assert f"signal/{name}" in games_md and f"signal/{name}" in row
 
 
 def test_the_judges_score_may_drive_the_solvers_reward_so_shielding_shows():

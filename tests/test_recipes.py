@@ -64,6 +64,25 @@ def test_a_recipe_fills_in_only_what_the_user_left_unset(recipe):
     assert kuhn.recipe == "none" and kuhn.branches.positions == 0 and applied(kuhn) == {}
 
 
+def test_the_banner_shows_the_users_values_apart_from_the_recipes(recipe):
+    from selfplay.core.run.recipes import recipe_line
+
+    line = recipe_line(run_config(overrides=["train.lr=0.01", "seed=3"]))
+    assert line.startswith("recipe test-recipe (set any key to change it; --recipe none): ")
+    kept, yours = line.split("; yours instead: ")
+    assert "branches.positions=16" in kept and "train.lr" not in kept  # not the recipe's own
+    assert yours == "train.lr=0.01 (recipe: 0.0003)"
+    assert "yours" not in recipe_line(run_config())
+
+
+@pytest.mark.parametrize("name", sorted(e.name for e in registries().recipes))
+def test_a_recipe_run_as_it_is_shows_no_setting_as_the_users(name):
+    from selfplay.core.run.recipes import banner_settings
+
+    kept, yours = banner_settings(resolve(build_config(None, {"recipe": name}, [])))
+    assert kept and yours == {}
+
+
 def test_a_broken_recipe_is_named_with_the_way_out(monkeypatch, recipe):
     broken = Recipe("test-recipe", "a typo", {"branches.positons": 4})
     monkeypatch.setitem(registries().recipes.entries, "test-recipe", Entry("x", broken, "tests"))

@@ -89,6 +89,20 @@ def test_one_run_gets_its_report_in_its_folder(two_runs):
     assert (two_runs[0] / "report.html").is_file()
 
 
+def test_a_report_of_several_learners_names_each_one(two_runs):
+    folder = two_runs[0]
+    learners = {"player_0": {}, "player_1": {"model": "tiny", "model_options": {"layers": 2}}}
+    config = RunConfig(game="tictactoe", matches=1, learners=learners)
+    (folder / "config.yaml").write_text(config_text(config))
+    assert main(["report", str(folder)]) == 0
+    page = (folder / "report.html").read_text()
+    table = page.split("<h2>Learners: alpha</h2>")[1].split("</table>")[0]
+    assert "<td>player_0</td><td>player_0</td><td>tiny</td><td>pg</td>" in table
+    assert "<td>player_1</td><td>player_1</td>" in table
+    assert main(["report", str(two_runs[1])]) == 0
+    assert "<h2>Learners" not in (two_runs[1] / "report.html").read_text()  # one shared policy
+
+
 def test_a_report_without_matplotlib_names_the_extra(two_runs, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["report", str(two_runs[0])]) == 2

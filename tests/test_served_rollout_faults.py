@@ -116,6 +116,55 @@ def test_a_worker_that_dies_mid_run_hands_its_matches_to_the_others(tmp_path, mo
     assert failures[0] == 0 and failures[-1] == 1 and len(rows) == 4
 
 
+def test_a_run_whose_only_worker_dies_says_why_and_resumes(tmp_path, monkeypatch, capsys):
+    """Its one local worker killed after the first iteration: exit 5, a warning that says why
+    in full, and the way on that works (`--resume` starts the workers anew)."""
+    started: list[local_workers.LocalWorkers] = []
+    start = local_workers.LocalWorkers.start
+
+    def remember(self):
+        started.append(self)
+        return start(self)
+
+    monkeypatch.setattr(local_workers.LocalWorkers, "start", remember)
+    from selfplay.core.train import rollouts
+
+    trained = rollouts.Rollouts.trained
+
+    def kill_after_the_first(self, iteration):
+        trained(self, iteration)
+        if iteration == 1:
+            started[0].processes[0].kill()
+            started[0].processes[0].wait()
+
+    monkeypatch.setattr(rollouts.Rollouts, "trained", kill_after_the_first)
+    args = ["--iterations", "2", "--rollout-workers", "1", "--set", "checkpoint_every=1"]
+    assert selfplay(tmp_path, "lost", *args, "--set", "rollout.worker_threads=1") == 5
+    said = " ".join(capsys.readouterr().err.split())
+    assert "stopped answering (no answer after" in said and "Connection refused)." in said
+    assert "Restart them" not in said
+    folder = tmp_path / "lost"
+    assert f"continue with `selfplay run --resume {folder}`" in said
+    assert main(["run", "--resume", str(folder)]) == 0  # the advice works
+    assert len((folder / "metrics.csv").read_text().splitlines()) == 3
+
+
+def test_a_server_lost_during_a_weight_push_is_named_with_the_reason_in_full():
+    from types import SimpleNamespace
+
+    from selfplay.core.models.served import Unreachable
+    from selfplay.core.serving.weight_sync import WeightSync
+
+    advice = "The served model ...: no answer after 4 attempt(s) (last: refused). Check " * 5
+    lost = Unreachable(advice, brief="no answer after 4 attempt(s); last: Connection refused")
+    said = WeightSync._failed(
+        SimpleNamespace(published=3), SimpleNamespace(url="http://w/v1"), lost
+    )
+    assert said.startswith("rollout server http://w/v1 did not take the weights of version 3 ")
+    assert "(no answer after 4 attempt(s); last: Connection refused)." in said
+    assert "a resume starts the run's local workers anew." in said and advice not in said
+
+
 def _workers_of(folder: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

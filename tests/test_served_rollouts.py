@@ -255,3 +255,17 @@ def test_each_learner_is_served_by_workers_of_its_own_and_trains_on_in_process_s
         assert (folder / "rollout" / name / "worker-0.log").exists()
     episodes = [json.loads(line) for line in (folder / "episodes.jsonl").open()]
     assert {e["extra"]["policy_version"]["player_1"] for e in episodes} == {0, 1}
+
+
+def test_the_benchmark_prints_wilson_intervals_as_results_md_writes_them():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "served_rollouts.py"
+    spec = importlib.util.spec_from_file_location("served_rollouts_benchmark", path)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    after = {
+        "random": {"win_rate": 0.59, "win_interval": [0.4900557, 0.6837],
+                   "non_loss_rate": 0.84, "non_loss_interval": [0.7561, 0.9]},
+    }  # fmt: skip
+    assert benchmark.closing(after) == "random: win 0.59 [0.49, 0.68] non-loss 0.84 [0.76, 0.90]"

@@ -137,6 +137,57 @@ def test_show_names_bad_input(run_dir, capsys):
     assert "No match" in capsys.readouterr().out
 
 
+def learners_match(seed: int, texts=("[4]", "[0]"), outcome=(1.0, -1.0), holders=None):
+    holders = holders or {role: f"learner:{role}" for role in ROLES}
+    turns = tuple(
+        Turn(role, holders[role], (Message("user", f"Board {seed}. Your move, {role}?"),),
+             text, text.strip("[]"), True, None, (1,))
+        for role, text in zip(ROLES, texts, strict=True)
+    )  # fmt: skip
+    return Episode("tictactoe", seed, holders, turns, dict(zip(ROLES, outcome, strict=True)))
+
+
+@pytest.fixture
+def learners_run(tmp_path) -> Path:
+    folder = tmp_path / "learners"
+    folder.mkdir()
+    config = RunConfig(game="tictactoe", matches=3, learners={"player_0": {}, "player_1": {}})
+    (folder / "config.yaml").write_text(config_text(config))
+    write_episodes(
+        folder / "episodes.jsonl",
+        [
+            learners_match(20),
+            learners_match(21, outcome=(-1.0, 1.0)),
+            learners_match(
+                22, holders={"player_0": "learner:player_0", "player_1": "scripted:random"}
+            ),
+        ],
+    )
+    return folder
+
+
+def test_show_reads_one_learner_of_several(learners_run, capsys):
+    out = shown(capsys, str(learners_run), "--learner", "player_1")
+    assert [s for s in (20, 21, 22) if f"tictactoe seed {s}\n" in out] == [20, 21]
+    assert "Your move, player_1?" in out and "Your move, player_0?" not in out
+    won = shown(capsys, str(learners_run), "--learner", "player_1", "--outcome", "win")
+    assert "seed 21" in won and "seed 20" not in won  # from the learner's side
+    assert "seed 22" in shown(
+        capsys, str(learners_run), "--learner", "player_0", "--outcome", "win"
+    )
+
+
+def test_show_names_the_learners_when_one_is_wrong(learners_run, run_dir, capsys):
+    def error() -> str:
+        return " ".join(capsys.readouterr().err.split())
+
+    assert main(["show", str(learners_run), "--learner", "solver"]) == 2
+    assert "its learners: player_0, player_1" in error()
+    assert main(["show", str(run_dir), "--learner", "player_0"]) == 2
+    said = error()
+    assert "one shared policy" in said and "drop --learner" in said
+
+
 def test_a_person_pages_through_matches_in_a_terminal(run_dir):
     pexpect = pytest.importorskip("pexpect")
     env = {**os.environ, "SELFPLAY_LOAD_PLUGINS": "", "TERM": "xterm", "NO_COLOR": "1"}

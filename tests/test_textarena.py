@@ -100,6 +100,13 @@ def test_games_lists_textarena_ids(textarena, capsys):
     assert len(names) > 100
     # one-player environments, which a run refuses, are not offered
     assert not {"textarena:GuessTheNumber-v0", "textarena:2048-v0"} & set(names)
+    assert main(["games", "--json"]) == 0  # in the whole listing too, marked with the family
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert set(names) <= set(rows) and rows["textarena:TicTacToe-v0"]["family"] == "textarena"
+    assert main(["games"]) == 0  # the text listing says how many and where to find them
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"any of TextArena's {len(names)} two-player environments" in out
+    assert "selfplay games --textarena" in out
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch, capsys):

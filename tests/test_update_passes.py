@@ -109,8 +109,10 @@ def test_foreach_adamw_steps_as_the_per_tensor_loop():
 
 
 def test_freed_memory_goes_back_between_backward_passes():
-    """``release`` (malloc_trim in a run) runs after every backward pass of a step but its
-    last (the update's end trims that one), and never inside a pass."""
+    """``release`` (malloc_trim in a run) runs before the first backward pass of a step of
+    several (from it on, large blocks go straight back: the first pass no longer raises the
+    peak) and after every pass but the last (the update's end trims that one), never inside a
+    pass; a step of one pass never calls it."""
     model = build_tiny(seed=0)[0]
     objective = PolicyGradient()
     objective.bind(TrainSettings())
@@ -128,4 +130,8 @@ def test_freed_memory_goes_back_between_backward_passes():
         micro_batch_size=2, release=lambda: events.append("release"),
     )  # fmt: skip
     updater.update(items, torch.Generator().manual_seed(0), minibatches=2)
-    assert events == (["backward", "release"] * 2 + ["backward"]) * 2
+    assert events == (["release"] + ["backward", "release"] * 2 + ["backward"]) * 2
+    events.clear()
+    updater.micro_batch_size = None  # the whole minibatch in one pass
+    updater.update(items, torch.Generator().manual_seed(0), minibatches=2)
+    assert events == ["backward", "backward"]

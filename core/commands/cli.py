@@ -156,19 +156,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    from selfplay.core.commands.listing import family_members, family_notes, games, games_table
+    from selfplay.core.commands import listing
 
     for family in ("textarena", "openspiel"):
         if getattr(args, family):
-            names = family_members(family)
+            names = listing.family_members(family)
             print(json.dumps(names, indent=2) if args.json else "\n".join(names))
             return EXIT_OK
-    code = _listing(args, games(), games_table)
-    if not args.json:
-        from selfplay.core.commands.show import ReaderConsole
+    if args.json:  # every game a run can name, the families' too
+        print(json.dumps(listing.games() + listing.family_rows(), indent=2, default=str))
+        return EXIT_OK
+    code = _listing(args, listing.games(), listing.games_table)
+    from selfplay.core.commands.show import ReaderConsole
 
-        for note in family_notes():
-            ReaderConsole().print(escape(note), highlight=False)
+    for note in listing.family_notes():
+        ReaderConsole().print(escape(note), highlight=False)
     return code
 
 
@@ -375,8 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             args = parser.parse_args(["run", *(argv or [])])
         return int(args.func(args) or EXIT_OK)
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt as interrupt:  # a run adds what its folder keeps (faults.py)
+        err.print(escape(f"interrupted: {interrupt}" if str(interrupt) else "interrupted"))
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`selfplay show RUN | head`): not an error of ours; point

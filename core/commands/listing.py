@@ -33,10 +33,31 @@ def games() -> list[dict[str, Any]]:
     registry = load().registries.games
     rows = []
     for entry in registry:
-        row = game_info(entry.obj, entry.plugin)
+        row = {**game_info(entry.obj, entry.plugin), "family": None}
         if entry.name in registry.clashes:
             row["clash"] = registry.clash_message(entry.name)
         rows.append(row)
+    return rows
+
+
+def family_rows() -> list[dict[str, Any]]:
+    """A row per game of each game family (``openspiel:kuhn_poker``, ``textarena:...``), for
+    `selfplay games --json`: its name, family and plug-in; roles, players and options are
+    null, as they are read only when the game is loaded. A family whose extra is not
+    installed has none (the text listing says how to install it)."""
+    from selfplay.plugins.registry import PluginError
+
+    rows = []
+    for entry in load().registries.game_families:
+        try:
+            members = sorted(entry.obj.members())
+        except PluginError:
+            continue
+        rows += [
+            {"name": f"{entry.name}:{member}", "family": entry.name, "roles": None,
+             "description": None, "players": None, "options": None, "plugin": entry.plugin}
+            for member in members
+        ]  # fmt: skip
     return rows
 
 

@@ -3,14 +3,15 @@
     selfplay report runs/NAME                  -> runs/NAME/report.html
     selfplay report runs/A runs/B --out ab.html
 
-The page holds the runs' settings, every figure of `selfplay.core.run.plots` as an
-embedded PNG (curves of several runs overlay), the evaluation suites measured on each run
-(``selfplay eval --suite NAME RUN_DIR`` saves them in ``RUN_DIR/suites/NAME.json``: each
-figure's mean over seeds and phrasings, its min-max and standard deviation), and a few
-transcripts of the first and the last iteration of each run. Nothing is fetched when it is
-opened: no script, no font, no stylesheet from elsewhere; it can be mailed or archived as one
-file. Text a model wrote is
-escaped, so it shows as text and never acts as markup.
+The page holds the runs' settings (in a run of several learners, each learner's roles, model
+and objective: the page covers every learner, so the command takes no ``--learner``), every
+figure of `selfplay.core.run.plots` as an embedded PNG (curves of several runs overlay), the
+evaluation suites measured on each run (``selfplay eval --suite NAME RUN_DIR`` saves them in
+``RUN_DIR/suites/NAME.json``: each figure's mean over seeds and phrasings, its min-max and
+standard deviation), and a few transcripts of the first and the last iteration of each run.
+Nothing is fetched when it is opened: no script, no font, no stylesheet from elsewhere; it can
+be mailed or archived as one file. Text a model wrote is escaped, so it shows as text and never
+acts as markup.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def write_report(folders: list[Path], out: Path) -> Path:
         f"<style>{STYLE}</style></head><body>",
         f"<h1>selfplay report: {_e(', '.join(labels))}</h1>",
         _settings(folders, labels, runs),
+        *(row for f, label in zip(folders, labels, strict=True) for row in _learners(f, label)),
         "<h2>Curves</h2>",
     ]
     if not drawn:
@@ -114,6 +116,26 @@ def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
         rows.append(f"<tr><td>{_e(label)}</td>{cells}<td>{done}</td><td>{last}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
+
+
+def _learners(folder: Path, label: str) -> list[str]:
+    """A run of several learners: each one's roles, model and objective (its curves are the
+    ``NAME/...`` and ``eval/NAME/...`` ones); nothing for one shared policy."""
+    from selfplay.core.config.learners import learner_config, learner_roles
+    from selfplay.core.run.run_folder import read_config
+
+    config = read_config(Path(folder))
+    if not config.learners:
+        return []
+    head = ("learner", "roles", "model", "objective", "estimator")
+    table = ["<table><tr>", *(f"<th>{h}</th>" for h in head), "</tr>"]
+    for name, settings in config.learners.items():
+        own = learner_config(config, name)
+        cells = (name, ", ".join(learner_roles(name, settings)), own.model, own.objective)
+        cells += (own.estimator,)
+        table.append("<tr>" + "".join(f"<td>{_e(str(c))}</td>" for c in cells) + "</tr>")
+    table.append("</table>")
+    return [f"<h2>Learners: {_e(label)}</h2>", "".join(table)]
 
 
 def _ratings(folder: Path, label: str) -> list[str]:

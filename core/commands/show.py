@@ -3,6 +3,7 @@
     selfplay show runs/NAME                          page through every match
     selfplay show runs/NAME --iteration 5-8 --role solver --invalid
     selfplay show runs/NAME --unreadable             matches a judge could not read
+    selfplay show runs/NAME --learner solver         a run of several learners: one's turns
 
 Each match shows who held each seat, the payoffs, and every turn: its role and seat, the last
 prompt message (``--prompts`` shows them all), the text the model wrote, the action read from
@@ -19,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.text import Text
 
 from selfplay.api.errors import ConfigError
+from selfplay.api.sampler import learner_seat
 from selfplay.api.types import Episode, Turn
 from selfplay.api.verifier import printable
 
@@ -58,6 +60,10 @@ class Filters:
     outcome: str | None = None
     invalid: bool = False
     unreadable: bool = False
+    seat: str | None = None  # --learner NAME: only the turns of this seat holder
+
+    def shows(self, turn: Turn) -> bool:
+        return self.role in (None, turn.role) and self.seat in (None, turn.seat)
 
 
 def add_show_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,8 +75,10 @@ def add_show_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--outcome",
         choices=OUTCOMES,
-        help="only matches won, lost or drawn by --role (default: the first role)",
+        help="only matches won, lost or drawn by --role (default: --learner's first role, "
+        "else the game's first role)",
     )
+    add("--learner", metavar="NAME", help="in a run of several learners: only NAME's turns")
     add("--invalid", action="store_true", help="only matches with an invalid move")
     add("--unreadable", action="store_true", help="only matches with an unreadable judge answer")
     add("--prompts", action="store_true", help="show every prompt message, not just the last")
@@ -86,12 +94,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         invalid=args.invalid,
         unreadable=args.unreadable,
     )
+    if args.learner is not None:
+        filters = replace(filters, seat=learner_filter(args.source, args.learner))
     console = ReaderConsole(highlight=False)
     entries = select(load(args.source), filters)
     if not entries:
         console.print(Text(f"No match in {args.source} passes these filters."))
         return 0
-    pages = [lambda e=e: render(e, filters.role, args.prompts) for e in entries]
+    pages = [lambda e=e: render(e, filters, args.prompts) for e in entries]
     if args.all or not sys.stdin.isatty() or not console.is_terminal:
         for page in pages:
             console.print(page())
@@ -115,6 +125,24 @@ def parse_iterations(text: str | None) -> tuple[int, int] | None:
     if low > high:
         raise ConfigError(f"--iteration {text!r} runs backwards; pass the lower number first.")
     return low, high
+
+
+def learner_filter(source: Path, learner: str) -> str:
+    """The seat-holder name of learner ``learner`` of the run in ``source``; refused, naming the
+    run's learners, when the run trained one shared policy or has no learner of that name."""
+    from selfplay.core.run.run_folder import read_config
+
+    names = list(read_config(Path(source)).learners)
+    if not names:
+        raise ConfigError(
+            f"--learner {learner}: {source} trained one shared policy, not several learners; "
+            "drop --learner (--role shows one role's turns)."
+        )
+    if learner not in names:
+        raise ConfigError(
+            f"--learner {learner!r} is not a learner of {source}; its learners: {', '.join(names)}."
+        )
+    return learner_seat(learner)
 
 
 def load(source: Path) -> list[Entry]:
@@ -146,12 +174,17 @@ def _passes(entry: Entry, f: Filters) -> bool:
         return False
     if f.opponent and not any(f.opponent in holder for holder in ep.seats.values()):
         return False
-    turns = [t for t in ep.turns if f.role in (None, t.role)]
+    if f.seat and f.seat not in ep.seats.values():
+        return False
+    turns = [t for t in ep.turns if f.shows(t)]
     if f.invalid and all(t.valid for t in turns):
         return False
     if f.unreadable and not any(_unreadable(n) for n in _notes(ep)):
         return False
-    return not f.outcome or outcome_of(ep, f.role or next(iter(ep.seats))) == f.outcome
+    if not f.outcome:
+        return True
+    side = f.role or next((r for r, holder in ep.seats.items() if holder == f.seat), None)
+    return outcome_of(ep, side or next(iter(ep.seats))) == f.outcome
 
 
 def outcome_of(episode: Episode, role: str) -> str:
@@ -161,7 +194,7 @@ def outcome_of(episode: Episode, role: str) -> str:
     return "win" if mine > best else "loss" if mine < best else "draw"
 
 
-def render(entry: Entry, role: str | None = None, all_prompts: bool = False) -> Text:
+def render(entry: Entry, filters: Filters | None = None, all_prompts: bool = False) -> Text:
     ep = entry.episode
     out = Text()
     seats = ", ".join(f"{r}={h}" for r, h in ep.seats.items())
@@ -172,8 +205,9 @@ def render(entry: Entry, role: str | None = None, all_prompts: bool = False) -> 
     rewards = ep.record.get("rewards", {})
     per_turn = rewards.get("turns") or [{}] * len(ep.turns)
     notes = ep.record.get("notes", {})
+    filters = filters or Filters()
     for i, turn in enumerate(ep.turns):
-        if role is None or turn.role == role:
+        if filters.shows(turn):
             _turn(out, i, turn, per_turn[i] if i < len(per_turn) else {}, all_prompts)
             _judged(out, notes, i)
     _judged(out, notes, None)

@@ -52,7 +52,12 @@ class ServedError(ConfigError):
 
 
 class Unreachable(ServedError):
-    """No answer after every retry (refused, timed out, 5xx): the server is gone, not wrong."""
+    """No answer after every retry (refused, timed out, 5xx): the server is gone, not wrong.
+    ``brief`` says why in a few words, for a warning that names the server itself."""
+
+    def __init__(self, message: str, brief: str = "") -> None:
+        super().__init__(message)
+        self.brief = brief or message
 
 
 class NotScorable(AttributeError):
@@ -252,7 +257,8 @@ class ServedPolicy(Policy):
         raise Unreachable(
             f"The served model {self.spec.spec}: no answer from {url} after {attempts} "
             f"attempt(s) (last: {why}). Check that the server runs and listens there (curl "
-            f"{self.spec.url('models')}), or give it longer: ?timeout=SECONDS&retries=N."
+            f"{self.spec.url('models')}), or give it longer: ?timeout=SECONDS&retries=N.",
+            brief=f"no answer after {attempts} attempt(s); last: {why}",
         )
 
 

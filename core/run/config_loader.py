@@ -98,12 +98,21 @@ def learner_flags(given: list[str]) -> dict[str, dict[str, str]]:
     return learners
 
 
+LIST_TYPES = ("list_type", "tuple_type", "set_type")  # pydantic's errors for a lone value
+
+
 def explain(err: ValidationError) -> str:
     lines = []
     for problem in err.errors():
         path = ".".join(str(p) for p in problem["loc"])
         if problem["type"] == "extra_forbidden":
             lines.append(_unknown_key(path, str(problem["loc"][-1]), problem["loc"][:-1]))
+        elif problem["type"] in LIST_TYPES and isinstance(problem.get("input"), (str, int, float)):
+            given = problem["input"]
+            lines.append(
+                f"Config key {path!r}: {problem['msg']} (got {given!r}). Write a list in "
+                f"brackets: --set {path}=[{given}] (several: [a, b]; the same in a --config file)."
+            )
         else:
             lines.append(f"Config key {path!r}: {problem['msg']} (got {problem.get('input')!r}).")
     return "\n".join(lines)

@@ -142,6 +142,8 @@ def prepare_learner(
     if config.lora.enabled:
         learner.model = apply_lora(learner.model, config.lora, game.roles)
     learner.model = learner.model.to(fabric.device)  # the cold start trains there too
+    if trained.name != LEARNER:  # the banner names each learner's model; here, its size
+        say(f"learner {trained.name}: {size(learner.model)}")
     if not resuming:
         shared = trained.name == LEARNER
         told = say if shared else lambda text: say(f"{trained.name}: {text}")
@@ -192,6 +194,14 @@ def prepare_learner(
         updater,
     )
     trained.settings = settings
+
+
+def size(model: torch.nn.Module) -> str:
+    """``1.23M parameters`` (with LoRA, ``..., 0.05M trained``)."""
+    every = sum(p.numel() for p in model.parameters())
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    text = f"{every / 1e6:.2f}M parameters"
+    return text if trained == every else f"{text}, {trained / 1e6:.2f}M trained"
 
 
 def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | None:

@@ -64,15 +64,16 @@ class PlainLines:
         self.done = self.first = done
         self.started = self.last = clock()
         self.quiet, self.spoke = quiet, False  # quiet: no closing line for a step that was short
+        self.closed = False  # the closing line (done == total) is said once
 
     def advance(self, steps: int = 1, status: str = "") -> None:
         self.done += steps
         now = self.clock()
-        if now - self.last < self.every and self.done < self.total:
+        if self.closed or (now - self.last < self.every and self.done < self.total):
             return
         if self.quiet and not self.spoke and now - self.started < self.every:
             return
-        self.last, self.spoke = now, True
+        self.last, self.spoke, self.closed = now, True, self.done >= self.total
         elapsed = now - self.started
         line = f"{self.label}: {self.done}/{self.total}, {_clock(elapsed)} elapsed"
         ran = self.done - self.first
@@ -230,13 +231,12 @@ class RunDisplay:
             f"-> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.recipes import applied, recipe_notes
+        from selfplay.core.run.recipes import recipe_line, recipe_notes
 
-        if isinstance(c, RunConfig) and (settings := applied(c)):
-            shown = " ".join(f"{key}={json.dumps(value)}" for key, value in settings.items())
-            self.console.print(
-                escape(f"recipe {c.recipe} (set any key to change it; --recipe none): {shown}")
-            )
+        if getattr(c, "learners", None):
+            self.console.print(escape(learners_line(c)))
+        if isinstance(c, RunConfig) and (line := recipe_line(c)):
+            self.console.print(escape(line))
         for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
             self.console.print(f"[yellow]note:[/yellow] {escape(note)}")
 
@@ -247,6 +247,8 @@ class RunDisplay:
         self.header()
         self.progress.start()
         done = self.config.resume and _done(self.folder)
+        if self.config.resume:
+            self.console.print(escape(resume_line(self.folder.path, done or 0, c.iterations)))
         # a time limit ends the run first when the iterations would take longer
         minutes = getattr(c, "minutes", None)
         deadline = time.monotonic() + 60 * minutes if minutes else None
@@ -355,6 +357,27 @@ def docs_page(name: str) -> Path:
     import selfplay
 
     return Path(selfplay.__file__).resolve().parent / "docs" / name
+
+
+def learners_line(config: Any) -> str:
+    """``learners: NAME plays ROLES with MODEL (OPTIONS), ...``: who trains what, from the
+    settings (each learner's size in parameters is said as it is set up)."""
+    from selfplay.core.config.learners import learner_config, learner_roles
+
+    shown = []
+    for name, settings in config.learners.items():
+        own = learner_config(config, name)
+        options = f" {json.dumps(own.model_options)}" if own.model_options else ""
+        roles = ", ".join(learner_roles(name, settings))
+        shown.append(f"{name} plays {roles} with {own.model}{options}")
+    return "learners: " + "; ".join(shown)
+
+
+def resume_line(folder: Any, done: int, iterations: int) -> str:
+    """What a resume continues from: the iteration of its checkpoint, or the start."""
+    if not done:
+        return f"resuming {folder}: it wrote no checkpoint, so the run starts over"
+    return f"resuming {folder} from iteration {done} (its last checkpoint), to {iterations}"
 
 
 def _done(folder: Any) -> int:

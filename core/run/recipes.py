@@ -16,6 +16,7 @@ out and named in the run's banner (`recipe_notes`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,6 +138,39 @@ def _for_another(key: str, every: dict[str, Any], given: dict[str, Any]) -> bool
 
 def applied(config: RunConfig) -> dict[str, Any]:
     """The recipe's settings this resolved run trains with, and their values (for the banner)."""
+    return {key: trained for key, (trained, _) in _recipe_keys(config).items()}
+
+
+def banner_settings(config: RunConfig) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+    """For the banner: the recipe's settings the run trains with (the recipe's values), and
+    those the user set otherwise (``{key: (the run's value, the recipe's)}``), so that a user's
+    ``--iterations 2`` is not shown as the recipe's own."""
+    kept, changed = {}, {}
+    for key, (trained, theirs) in _recipe_keys(config).items():
+        if _agrees(trained, theirs):
+            kept[key] = theirs
+        else:
+            changed[key] = (_like(trained, theirs), theirs)
+    return kept, changed
+
+
+def _agrees(trained: Any, theirs: Any) -> bool:
+    """Whether the run's value is the recipe's; a recipe's section (``learners.NAME.train:
+    {minibatch_size: 32}``) agrees when each key it sets does."""
+    if isinstance(theirs, dict) and isinstance(trained, dict):
+        return all(_agrees(trained.get(k), v) for k, v in theirs.items())
+    return trained == theirs
+
+
+def _like(trained: Any, theirs: Any) -> Any:
+    """The run's value cut to the keys the recipe's section sets, to show beside it."""
+    if isinstance(theirs, dict) and isinstance(trained, dict):
+        return {k: _like(trained.get(k), v) for k, v in theirs.items()}
+    return trained
+
+
+def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
+    """Each recipe setting that applies to this resolved run: (the run's value, the recipe's)."""
     recipe = chosen_recipe(config)
     if recipe is None:
         return {}
@@ -150,8 +184,25 @@ def applied(config: RunConfig) -> dict[str, Any]:
         node: Any = settings
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
-        out[key] = node
+        out[key] = (node, value)
     return out
+
+
+def recipe_line(config: RunConfig) -> str:
+    """The banner's line of the recipe's settings: those the run trains with, then those the
+    user set otherwise, each with the recipe's value ("" without a recipe)."""
+    kept, changed = banner_settings(config)
+    if not kept and not changed:
+        return ""
+    shown = " ".join(f"{key}={json.dumps(value)}" for key, value in kept.items())
+    line = f"recipe {config.recipe} (set any key to change it; --recipe none): {shown}".rstrip()
+    if changed:
+        yours = " ".join(
+            f"{k}={json.dumps(mine)} (recipe: {json.dumps(theirs)})"
+            for k, (mine, theirs) in changed.items()
+        )
+        line += f"; yours instead: {yours}"
+    return line
 
 
 def recipe_notes(config: RunConfig) -> list[str]:

@@ -24,6 +24,7 @@ import copy
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from textwrap import shorten
 from typing import Any
 
 from selfplay.api.errors import ConfigError
@@ -164,8 +165,8 @@ class Workers:
                 raise RolloutFailure(
                     "Every rollout server stopped answering ("
                     + ", ".join(w.url for w in self.workers)
-                    + "); the run stops on its last checkpoint. Restart them, or run without "
-                    "rollout.workers/servers."
+                    + "). A resume starts the run's local workers (rollout.workers) anew; "
+                    "servers named in rollout.servers must answer again first."
                 )
             n = len(todo)
             shares = [todo[k * n // len(live) : (k + 1) * n // len(live)] for k in range(len(live))]
@@ -190,11 +191,12 @@ class Workers:
             worker.alive = False
             self.failures += 1
         left = len(self.live)
+        why = getattr(err, "brief", None) or shorten(str(err), 200, placeholder=" ...")
         self.say(
-            f"warning: rollout server {worker.url} stopped answering ({str(err)[:200]}); its "
-            f"matches go to the {left} other(s)."
+            f"warning: rollout server {worker.url} stopped answering ({why}); its matches go "
+            f"to the {left} other(s)."
             if left
-            else f"warning: rollout server {worker.url} stopped answering ({str(err)[:200]})."
+            else f"warning: rollout server {worker.url} stopped answering ({why})."
         )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
+from textwrap import shorten
 from typing import Any
 
 from selfplay.api.errors import ConfigError
@@ -128,11 +129,13 @@ class WeightSync:
             raise RolloutFailure(self._failed(worker, err)) from None
 
     def _failed(self, worker: Worker, err: Exception) -> str:
+        """Why, in full (an unreachable server's reason, not its whole advice); what to check.
+        The run adds where it stopped and the resume that continues it (core/run/faults.py)."""
+        why = getattr(err, "brief", None) or shorten(str(err), 300, placeholder=" ...")
         return (
             f"rollout server {worker.url} did not take the weights of version "
-            f"{self.published}: {str(err)[:300]} The run stops on its last checkpoint; check "
-            "the server (its log, its disk: it reads the weights from the run folder) and "
-            "resume."
+            f"{self.published} ({why}). Check the server (its log, its disk: it reads the "
+            "weights from the run folder); a resume starts the run's local workers anew."
         )
 
     def _path(self, version: int) -> Path:

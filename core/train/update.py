@@ -123,7 +123,8 @@ class Updater:
     # sampled tokens, measured on the update's first micro-batch (None: not measured)
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
-    # after each backward pass but the last: hands freed memory back (core/memory.py)
+    # before the first backward pass of a step of several, and after each but the last:
+    # hands freed memory back, and large blocks too from then on (core/memory.py)
     release: Callable[[], None] | None = None
     # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
     share_prefixes: bool = True
@@ -162,6 +163,10 @@ class Updater:
         groups = self._role_groups(batch)
         passes = [(role, micro) for role, group in groups for micro in self._micro_batches(group)]
         parts: list[tuple[Loss, float]] = []
+        if self.release is not None and len(passes) > 1:
+            # from the first pass on: the first one's blocks freed to glibc's heap, not handed
+            # back, added about 200 MB to the peak (RESULTS.md, "Margin under the 1.0 GB target")
+            self.release()
         for k, (role, micro) in enumerate(passes):
             context = self.role_context(role) if self.role_context else nullcontext()
             with context, self._sync(last=k == len(passes) - 1):  # around forward and backward

@@ -25,7 +25,7 @@ import numpy as np
 
 from selfplay.api.game import Game, GameState
 from selfplay.api.types import Role
-from selfplay.games.openspiel.spiel import labels, pyspiel
+from selfplay.games.openspiel.spiel import labels, native_stderr_quiet, pyspiel
 
 UCT_C = 2.0  # OpenSpiel's usual exploration constant
 ROLLOUTS = 1  # random rollouts per leaf
@@ -97,7 +97,8 @@ def can_search(spiel_game: Any) -> bool:
         return False
     try:
         sampler = spiel.UniformProbabilitySampler(0, 0.0, 1.0)
-        state.resample_from_infostate(state.current_player(), sampler)
+        with native_stderr_quiet():  # a game that cannot resample says so in C++ too
+            state.resample_from_infostate(state.current_player(), sampler)
     except spiel.SpielError:
         return False
     return True

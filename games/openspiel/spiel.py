@@ -10,10 +10,14 @@ length (`draw_chance`), so a match replays from its seed on any game object.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
 import random
 import re
+import sys
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 from selfplay.plugins.registry import PluginError, UnknownName
@@ -33,6 +37,22 @@ def pyspiel() -> Any:
     except ImportError:
         raise PluginError(f"OpenSpiel games need the optional extra: {INSTALL_HINT}.") from None
     return pyspiel
+
+
+@contextlib.contextmanager
+def native_stderr_quiet() -> Iterator[None]:
+    """OpenSpiel's C++ prints ``OpenSpiel exception: ...`` on the process's own stderr before
+    it raises ``SpielError``; around a call whose error is expected and handled (a probe of what
+    a game can do), that line is kept off the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def playable_names() -> list[str]:
@@ -60,7 +80,8 @@ def load(member: str) -> Any:
     if short not in playable_names():
         raise PluginError(f"OpenSpiel game {short!r} has no turns to play (a mean-field game).")
     try:
-        game = spiel.load_game(member.strip())
+        with native_stderr_quiet():  # the error's text is ours to show, once, below
+            game = spiel.load_game(member.strip())
     except spiel.SpielError as err:
         raise PluginError(f"OpenSpiel could not load {member!r}: {err}") from None
     if game.get_type().dynamics == spiel.GameType.Dynamics.SIMULTANEOUS:

@@ -40,6 +40,7 @@ from pydantic import Field
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.textarena.envs import (
+    INSTALL_HINT,
     Position,
     Rejected,
     Replay,
@@ -48,6 +49,7 @@ from selfplay.games.textarena.envs import (
     one_player,
 )
 from selfplay.plugins.hookspecs import hookimpl
+from selfplay.plugins.registry import PluginError
 
 FAMILY = "textarena"
 ANSWER_RULE = (
@@ -217,6 +219,17 @@ class TextArenaFamily:
     def members(self) -> list[str]:
         """The ids a run can play: one-player environments (2048, Sudoku, ...) left out."""
         return [env_id for env_id in env_ids() if not one_player(env_id)]
+
+    def summary(self) -> str:
+        """One paragraph for `selfplay games`: how many it offers, or how to install it."""
+        try:
+            count = len(self.members())
+        except PluginError:
+            return f"{FAMILY}:ENV-ID plays TextArena games; it needs the extra: {INSTALL_HINT}."
+        return (
+            f"{FAMILY}:ENV-ID plays any of TextArena's {count} two-player environments, e.g. "
+            f"{FAMILY}:TicTacToe-v0. `selfplay games --{FAMILY}` lists every id."
+        )
 
 
 @hookimpl

@@ -126,3 +126,33 @@ def test_sigkill_anywhere_in_an_iteration_resumes_bitwise(tmp_path, runs, point)
     assert killed.returncode == -9, f"never reached {point}: {killed.stderr[-2000:]}"
     resumes_like_the_straight_run(tmp_path / "k", runs)
     assert not list((tmp_path / "k" / "checkpoints").glob(".tmp-*"))
+
+
+def test_ctrl_c_says_how_to_go_on_and_the_resume_says_where_it_goes_on(
+    tmp_path, monkeypatch, capsys
+):
+    """Interrupted in its second iteration: exit 130 naming the resume, which continues from
+    the first iteration's checkpoint and says so."""
+    from selfplay.core.commands.cli import main
+    from selfplay.core.train import rollouts
+
+    trained = rollouts.Rollouts.trained
+
+    def interrupted_in_the_second(self, iteration):
+        if iteration == 2:
+            raise KeyboardInterrupt
+        trained(self, iteration)
+
+    monkeypatch.setattr(rollouts.Rollouts, "trained", interrupted_in_the_second)
+    folder = tmp_path / "run"
+    args = ["run", *TINY, "--iterations", "3", "--out", str(tmp_path), "--name", "run"]
+    assert main(args) == 130
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"interrupted: {folder} keeps everything up to its last checkpoint, iter-000001: "
+        f"continue with `selfplay run --resume {folder}`." in err
+    )
+    monkeypatch.setattr(rollouts.Rollouts, "trained", trained)
+    assert main(["run", "--resume", str(folder)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"resuming {folder} from iteration 1 (its last checkpoint), to 3" in err

@@ -77,7 +77,13 @@ def evaluate_learners(state: RunState, told: Any) -> dict[str, EvalResult]:
     when the run keeps one); ``told(done, total, rounds)`` shows the progress."""
     ev, seed = state.config.eval, eval_seed(state.config.seed)
     results: dict[str, EvalResult] = {}
-    for learner in state.learners:
+    count = len(state.learners)
+    for k, learner in enumerate(state.learners):
+
+        def mine(done: int, total: int, rounds: int, k: int = k) -> None:
+            """One progress over every learner's matches (each plays as many)."""
+            told(k * total + done, count * total, rounds)
+
         with learner.updater.averaged():
             found = evaluate(
                 state.game,
@@ -85,7 +91,7 @@ def evaluate_learners(state: RunState, told: Any) -> dict[str, EvalResult]:
                 opponents=ev.opponents,
                 matches=ev.matches,
                 seed=seed,
-                progress=told,
+                progress=mine if told is not None else None,
                 roles=None if state.shared else learner.roles,
             )
         if state.shared:
