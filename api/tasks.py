@@ -31,7 +31,8 @@ A suite never builds models or plays matches itself: the host lends it a `Bench`
 so a suite plug-in needs only the contracts. ``run`` returns every figure as one value per
 seed. The host runs the suite once per prompt phrasing (``bench.game`` builds each game in
 the bench's phrasing, `Game.phrasings`), and reports each figure's mean over every (seed,
-phrasing) value with its min-max spread and standard deviation.
+phrasing) value with its min-max spread and standard deviation; a phrasing held out (the
+suite's ``held_out``, or ``--held-out``) is reported apart, with its gap to that mean.
 Suites register through the ``register_suites`` hook like every other plug-in.
 """
 
@@ -143,6 +144,8 @@ class Suite:
     description: ClassVar[str]  # one line: what it measures
     games: ClassVar[tuple[str, ...]]  # the games it plays
     matches: ClassVar[int] = 100  # matches per opponent and seed unless --matches says
+    # phrasings measured apart from the pooled ones, each with its gap (unless --held-out says)
+    held_out: ClassVar[tuple[str, ...]] = ()
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
         """``{figure: [value for each seed]}``; ``matches`` per opponent and seed."""

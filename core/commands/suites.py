@@ -7,9 +7,12 @@ The host builds the policy, lends the suite a bench (its games, greedy seeded ma
 scripted players, the policy's table) and runs it once per prompt phrasing (``--phrasings``;
 every game's ``default`` wording and its ``reworded`` one, `Game.phrasings`), each time on
 every seed. Each figure is reported as its mean over all (seed, phrasing) values with their
-min-max spread and standard deviation; ``--json`` adds every value. Measuring a run folder (or
-one of its checkpoints) also saves the report in the run folder as ``suites/NAME.json``, which
-``selfplay report`` shows. Suites register through the ``register_suites`` hook (api/tasks.py).
+min-max spread and standard deviation; ``--json`` adds every value. A phrasing held out
+(``--held-out obfuscated``, or a suite's own ``held_out``) is measured on the same seeds and
+reported apart, with its gap to the pooled mean: what the score owes to the familiar form of
+the game. Measuring a run folder (or one of its checkpoints) also saves the report in the run
+folder as ``suites/NAME.json``, which ``selfplay report`` shows. Suites register through the
+``register_suites`` hook (api/tasks.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,14 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(PHRASINGS),
         metavar="NAME",
         help="with --suite: the prompt wordings to measure under (default: default reworded)",
+    )
+    add(
+        "--held-out",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="with --suite: phrasings to measure apart, each with its gap to the others' mean "
+        "(e.g. obfuscated no-menu; default: the suite's own, none for the built-in ones)",
     )
 
 
@@ -148,34 +159,66 @@ def run_suite(
     matches: int | None,
     measured: str,
     phrasings: Sequence[str] = (DEFAULT_PHRASING,),
+    held_out: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The report of ``suite`` on the bench's policy, once per phrasing: every figure with
-    its spread over seeds and phrasings."""
+    its spread over seeds and phrasings; each phrasing ``held_out`` (default: the suite's
+    own) reported apart, with its gap to that pooled mean."""
     matches = suite.matches if matches is None else matches
+    held_out = list(getattr(suite, "held_out", ()) if held_out is None else held_out)
     if matches < 2:
         raise ConfigError(f"--matches {matches}: a suite plays both seats; give at least 2.")
     if not seeds:
         raise ConfigError("--seeds: give at least one seed.")
-    if not phrasings or len(set(phrasings)) != len(phrasings):
-        raise ConfigError(f"--phrasings {' '.join(phrasings)}: name each phrasing once.")
+    every = [*phrasings, *held_out]
+    if not phrasings or len(set(every)) != len(every):
+        raise ConfigError(
+            f"--phrasings {' '.join(phrasings)} --held-out {' '.join(held_out) or '(none)'}: "
+            "name each phrasing once, and hold out only one that is not pooled."
+        )
     started = time.perf_counter()
     values: dict[str, dict[str, dict[str, float]]] = {}
-    for phrasing in phrasings:
+    for phrasing in every:
         bench.phrasing = phrasing
         for name, per_seed in suite.run(bench, list(seeds), matches).items():
             by_seed = dict(zip(map(str, seeds), per_seed, strict=True))
             values.setdefault(name, {})[phrasing] = by_seed
-    return {
+    pooled = {
+        name: {p: v for p, v in by_phrasing.items() if p in phrasings}
+        for name, by_phrasing in values.items()
+    }
+    report = {
         "suite": suite.name,
         "measured": measured,
         "games": list(suite.games),
         "seeds": list(seeds),
         "phrasings": list(phrasings),
         "matches": matches,
-        "figures": {name: spread(by_phrasing) for name, by_phrasing in values.items()},
+        "figures": {name: spread(by) for name, by in pooled.items() if by},
         "notes": list(getattr(bench, "notes", [])),
         "seconds": round(time.perf_counter() - started, 1),
     }
+    if held_out:
+        report["held_out"] = {
+            phrasing: held_out_figures(values, report["figures"], phrasing) for phrasing in held_out
+        }
+    return report
+
+
+def held_out_figures(
+    values: dict[str, dict[str, dict[str, float]]], pooled: dict[str, Any], phrasing: str
+) -> dict[str, Any]:
+    """Each figure under ``phrasing`` alone, with its ``gap``: the pooled mean minus its own
+    (positive where the pooled phrasings score higher)."""
+    figures = {}
+    for name, by_phrasing in values.items():
+        if phrasing not in by_phrasing:
+            continue
+        figure = spread({phrasing: by_phrasing[phrasing]})
+        if name in pooled:
+            figure["gap"] = pooled[name]["mean"] - figure["mean"]
+        figures[name] = figure
+    return figures
 
 
 def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path | None]:
@@ -231,8 +274,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     suite = find_suite(args.suite)
     policy, temperature, measured, config, folder = load_policy(args)
     bench = HostBench(policy, temperature, config=config, say=say)
-    say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}")
-    report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings)
+    held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
+    apart = f", held out {' '.join(held)}" if held else ""
+    say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}{apart}")
+    report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings, held)
     if folder is not None:
         path = saved_path(folder, suite.name, args.learner)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +288,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     else:
         from selfplay.core.commands.show import ReaderConsole
 
-        ReaderConsole().print(suite_table(report))
+        console = ReaderConsole()
+        console.print(suite_table(report))
+        for phrasing in report.get("held_out", {}):
+            console.print(held_out_table(report, phrasing))
     return 0
 
 
@@ -268,4 +316,18 @@ def suite_table(report: dict[str, Any]) -> Any:
     for name, figure in report["figures"].items():
         low_high = f"{figure['min']:.3f} – {figure['max']:.3f}"
         table.add_row(name, f"{figure['mean']:.3f}", low_high, f"{figure['std']:.3f}")
+    return table
+
+
+def held_out_table(report: dict[str, Any], phrasing: str) -> Any:
+    from rich.table import Table
+
+    pooled = " ".join(report.get("phrasings", [DEFAULT_PHRASING]))
+    table = Table(title=f"held out: {phrasing} (gap = mean under {pooled} minus under {phrasing})")
+    for column in ("figure", "mean", "min – max", "std", "gap"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for name, figure in report["held_out"][phrasing].items():
+        low_high = f"{figure['min']:.3f} – {figure['max']:.3f}"
+        gap = f"{figure['gap']:+.3f}" if "gap" in figure else ""
+        table.add_row(name, f"{figure['mean']:.3f}", low_high, f"{figure['std']:.3f}", gap)
     return table
