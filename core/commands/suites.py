@@ -2,6 +2,9 @@
 
     selfplay eval --suite solver RUN_DIR|CHECKPOINT     the saved policy
     selfplay eval --suite solver --model tiny          any model --model accepts: a baseline
+    selfplay eval --suite solver --model 'openai:URL#MODEL' [RUN_DIR]
+                                                       a served model (with that run's game
+                                                       options and temperature, when given)
 
 The host builds the policy, lends the suite a bench (its games, greedy seeded matches against
 scripted players, the policy's table) and runs it once per prompt phrasing (``--phrasings``;
@@ -133,8 +136,21 @@ class HostBench:
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
         from selfplay.core.models.policy_table import is_tabular, policy_table
+        from selfplay.core.models.served import ServedError, ServedPolicy, Unreachable
 
-        if not is_tabular(game) or not hasattr(self.policy, "encode"):
+        if not is_tabular(game):
+            return None
+        if isinstance(self.policy, ServedPolicy):  # from the server's log-probabilities
+            from selfplay.core.models.served_table import served_table
+
+            try:
+                return served_table(self.policy, game, self.temperature)
+            except Unreachable:
+                raise
+            except ServedError as error:
+                self.note(f"{game.name}: no policy table, so no exploitability: {error}")
+                return None
+        if not hasattr(self.policy, "encode"):
             return None
         return policy_table(self.policy, game, self.temperature)
 
@@ -223,12 +239,30 @@ def held_out_figures(
 
 def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path | None]:
     """(policy, sampling temperature, what it is, the run's config or None, the run folder or
-    None) from a run/checkpoint folder or --model."""
-    if (args.source is None) == (args.model is None):
+    None) from a run/checkpoint folder or --model. A served model (``openai:URL#MODEL``)
+    plays through its endpoint; with a run folder too, under that run's settings (its game
+    options, its temperature), as the run folder itself would be measured."""
+    from selfplay.api.sampler import is_served
+
+    served = args.model is not None and is_served(args.model)
+    if (args.source is None) == (args.model is None) and not (served and args.source):
         raise ConfigError(
             "Name one policy: a run folder or checkpoint folder (selfplay eval --suite solver "
-            "runs/NAME), or a model (--model tiny)."
+            "runs/NAME), or a model (--model tiny); a run folder goes with --model only when "
+            "the model is its served copy (--model openai:URL#MODEL)."
         )
+    if served:
+        from selfplay.core.models.served import ServedPolicy
+
+        config = None
+        if args.source is not None:
+            from selfplay.core.commands.play import find_checkpoint, run_config
+
+            config = run_config(find_checkpoint(Path(args.source))[0])
+        temperature = 1.0 if config is None else config.generation.temperature
+        seed = 0 if config is None else config.seed
+        policy = ServedPolicy(args.model, max_new_tokens=None, temperature=temperature, seed=seed)
+        return policy, temperature, f"model {args.model}", config, None
     if args.model is not None:
         from selfplay.core.config import RunConfig
         from selfplay.core.run.build import build_learner
