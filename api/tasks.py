@@ -91,6 +91,21 @@ class ReferenceAnswers(Protocol):
 
 
 @runtime_checkable
+class SpielMatch(Protocol):
+    """A game OpenSpiel has too: its matches can be written as OpenSpiel match traces
+    (``selfplay eval --suite NAME --traces DIR``, core/commands/traces.py)."""
+
+    def spiel_game(self) -> str:
+        """The OpenSpiel game string ``pyspiel.load_game`` reads, e.g. ``tic_tac_toe()``."""
+        ...
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        """Every OpenSpiel action of the match, in order, chance outcomes included, as
+        (player, action); the player is -1 for chance."""
+        ...
+
+
+@runtime_checkable
 class AnswerCheck(Protocol):
     """A game that can check a candidate move without playing it (best-of-n by verifier)."""
 

@@ -37,7 +37,7 @@ from selfplay.api.game import (
     InvalidAction,
     Player,
 )
-from selfplay.api.types import Message, Payoffs, Role
+from selfplay.api.types import Episode, Message, Payoffs, Role
 from selfplay.games import tabular
 from selfplay.games.phrasing import Renaming
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
@@ -86,6 +86,7 @@ OBFUSCATED_RULES = (
     "Reply with one allowed move in square brackets, for example [wait]."
 )
 SEATS = {"player_0": "first", "player_1": "second"}
+SPIEL_ACTIONS = {"check": 0, "fold": 0, "bet": 1, "call": 1}  # OpenSpiel's Pass and Bet
 MOVES = Renaming({"check": "wait", "bet": "push", "call": "meet", "fold": "quit"})
 TOKENS = Renaming({"J": "ivy", "Q": "elm", "K": "oak"})
 # No move in brackets, no example and no list of the legal moves.
@@ -334,6 +335,20 @@ class KuhnPoker(Game):
 
     def legal_actions(self, state: KuhnPokerState, role: Role) -> list[str]:
         return [self.answer(m) for m in legal_moves(state.history)]
+
+    # ---- OpenSpiel's kuhn_poker: cards 0-2 dealt by chance, then pass 0 / bet 1 ------------
+
+    def spiel_game(self) -> str:
+        return "kuhn_poker()"
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        deal = [(-1, RANK[card]) for card in episode.state["cards"]]
+        moves = [
+            (ROLES.index(turn.role), SPIEL_ACTIONS[turn.action])
+            for turn in episode.turns
+            if turn.valid and turn.action is not None
+        ]
+        return deal + moves
 
     # ---- the TabularGame capability (games/tabular.py) ------------------------------------
 

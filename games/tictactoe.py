@@ -31,7 +31,7 @@ from selfplay.api.game import (
     InvalidAction,
     Player,
 )
-from selfplay.api.types import Message, Payoffs, Role
+from selfplay.api.types import Episode, Message, Payoffs, Role
 from selfplay.games.phrasing import Renaming
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -193,6 +193,18 @@ class TicTacToe(Game):
         if "." not in state.board:
             return dict.fromkeys(self.roles, 0.0)
         return None
+
+    # ---- OpenSpiel's tic_tac_toe: the same cells, numbered the same (api/tasks.py) ----------
+
+    def spiel_game(self) -> str:
+        return "tic_tac_toe()"
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        return [
+            (self.roles.index(turn.role), int(turn.action))
+            for turn in episode.turns
+            if turn.valid and turn.action is not None
+        ]
 
     def legal_actions(self, state: TicTacToeState, role: Role) -> list[str]:
         return [self.answer(str(i)) for i, c in enumerate(state.board) if c == "."]

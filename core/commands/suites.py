@@ -60,6 +60,13 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --suite: phrasings to measure apart, each with its gap to the others' mean "
         "(e.g. obfuscated no-menu; default: the suite's own, none for the built-in ones)",
     )
+    add(
+        "--traces",
+        type=Path,
+        metavar="DIR",
+        help="with --suite: write every match as an OpenSpiel match trace, with each move's "
+        "prompt and raw answer, to DIR/SUITE/PHRASING.jsonl (selfplay show DIR reads them)",
+    )
 
 
 def find_suite(name: str) -> Suite:
@@ -89,6 +96,7 @@ class HostBench:
         self.phrasing = phrasing  # every game's prompt wording (game_options.phrasing)
         self.say = say  # hears one line after each batch of matches
         self.notes: list[str] = []  # what the suite told the user (`note`), each once
+        self.traces: Any = None  # a TraceWriter (core/commands/traces.py) when every match is kept
 
     def game(self, name: str) -> Game:
         """The suite's game in the bench's phrasing: with the run's options when the run
@@ -120,13 +128,16 @@ class HostBench:
         seeds = eval_seeds(game, matches, seed)
         episodes = play(game, seatings, seeds, greedy=True, progress=self.progress)
         roles = [next(r for r, p in s.items() if p is me) for s in seatings]
+        played = list(zip(roles, episodes, strict=True))
+        if self.traces is not None:
+            self.traces.write(game, played, opponent, seed, self.phrasing)
         if self.say is not None:
             who = "the policy" if player is None else getattr(player, "name", "a player")
             self.say(
                 f"{game.name} ({self.phrasing}), seed {seed}: {who} vs {opponent}, {matches} "
                 f"matches, {time.perf_counter() - started:.1f} s"
             )
-        return list(zip(roles, episodes, strict=True))
+        return played
 
     def note(self, line: str) -> None:
         if line not in self.notes:
@@ -308,6 +319,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     suite = find_suite(args.suite)
     policy, temperature, measured, config, folder = load_policy(args)
     bench = HostBench(policy, temperature, config=config, say=say)
+    if args.traces is not None:
+        from selfplay.core.commands.traces import TraceWriter
+
+        bench.traces = TraceWriter(args.traces, suite.name, measured)
     held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
     apart = f", held out {' '.join(held)}" if held else ""
     say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}{apart}")
@@ -317,6 +332,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2) + "\n")
         say(f"saved in {path}")
+    if bench.traces is not None:
+        say(f"traces: {bench.traces.count} matches in {args.traces / suite.name}")
     if args.json:
         print(json.dumps(report, indent=2))
     else:

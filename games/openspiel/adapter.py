@@ -244,6 +244,15 @@ class OpenSpielGame(Game):
     def legal_actions(self, state: OpenSpielState, role: Role) -> list[str]:
         return [self.answer(c) for c in labels(self.position(state), self.roles.index(role))]
 
+    # ---- its own match traces (api/tasks.py SpielMatch) ----------------------------------
+
+    def spiel_game(self) -> str:
+        return str(self.spiel)
+
+    def spiel_actions(self, episode: Any) -> list[tuple[int, int]]:
+        history = tuple(episode.state["history"])
+        return [(self.positions.at(history[:k]).current_player(), a) for k, a in enumerate(history)]
+
 
 class TabularOpenSpielGame(OpenSpielGame):
     """An OpenSpiel game small enough for exact exploitability (the TabularGame capability)."""
