@@ -27,8 +27,13 @@ from selfplay.api.types import Episode, Message, Payoffs, Role
 # Longest model output a game looks at. Anything longer is judged on its tail, where the
 # answer must be anyway (the last answer span is the action).
 MAX_TEXT_CHARS = 4096
-# The prompt as each game writes it; a game ships other phrasings in its ``phrasings``.
+# The prompt as each game writes it; a game ships other phrasings in its ``phrasings``
+# (games/phrasing.py says what each one is): the same words said otherwise, other names for
+# cells, pieces and moves, no list of the legal moves. The games evaluation suites play ship
+# all of them.
 DEFAULT_PHRASING = "default"
+REWORDED, OBFUSCATED, NO_MENU = "reworded", "obfuscated", "no-menu"
+SUITE_PHRASINGS = (DEFAULT_PHRASING, REWORDED, OBFUSCATED, NO_MENU)
 
 
 class GameOptions(BaseModel):
@@ -51,8 +56,8 @@ class GameOptions(BaseModel):
         default=DEFAULT_PHRASING,
         max_length=40,
         description="The prompt's wording: default, or one the game ships (its `phrasings`; "
-        "'reworded' in the games evaluation suites play): the same information and answer "
-        "format in other words.",
+        "the games evaluation suites play ship 'reworded': other words, 'obfuscated': other "
+        "names for cells, pieces and moves, 'no-menu': no list of legal moves).",
     )
 
 
@@ -145,9 +150,10 @@ class Game(ABC):
     # round's bets), so a learner may choose among them (``generation.choice=legal``); False
     # when it lists samples for scripted players (canned answers, a right and a wrong one).
     lists_every_move: ClassVar[bool] = False
-    # Other wordings of the prompt, chosen by ``options.phrasing``: name -> {text of the default
-    # prompt: the same text reworded}, replaced in every message the game shows. A rewording
-    # keeps the information and the answer format, so the same answer plays the same move.
+    # Other wordings of the prompt, chosen by ``options.phrasing`` (games/phrasing.py): name ->
+    # {text of the default prompt: the same text reworded}, replaced in every message the game
+    # shows; a phrasing that renames or removes things is written by `prompt` itself (and
+    # `spelled`, where it renames moves), its table then empty.
     phrasings: ClassVar[dict[str, dict[str, str]]] = {}
 
     def __init__(
@@ -200,6 +206,16 @@ class Game(ABC):
         """Legal answers, formatted as a player would write them; used by scripted players,
         and by a learner choosing among them when the game sets ``lists_every_move``."""
         return []
+
+    def spelled(self, action: str) -> str:
+        """How the options' phrasing writes the game's action ``action``: the action itself,
+        unless the phrasing renames moves (``obfuscated``: tic-tac-toe's cell ``4`` is ``n``).
+        `legal` reads such an answer back to the game's own action."""
+        return action
+
+    def answer(self, action: str) -> str:
+        """The reply that plays ``action`` in the options' phrasing, e.g. ``[4]``."""
+        return f"[{self.spelled(action)}]"
 
     def signals(self, state: GameState) -> dict[str, float]:
         """Numbers a game-signal reward may use (turns, invalid attempts, hints asked, ...)."""
@@ -262,6 +278,8 @@ class Game(ABC):
         tail = text[-MAX_TEXT_CHARS:]
         matches = self.answer_pattern.findall(tail)
         if not matches:
+            if self.options.phrasing in (NO_MENU, OBFUSCATED):  # the hint is a move, by name
+                raise InvalidAction("no answer in square brackets.")
             raise InvalidAction(f"no answer in the form {self.answer_hint}.")
         return matches[-1].strip()
 
@@ -368,9 +386,10 @@ class TabularGame(Protocol):
 def answer_text(game: Game, action: str) -> str:
     """The completion that plays ``action``, e.g. ``"[bet]"``: what a scorer should rate.
 
-    With an answer prefix (``"["``) it is what follows the prefix (``"bet]"``).
+    With an answer prefix (``"["``) it is what follows the prefix (``"bet]"``); in a phrasing
+    that renames moves, the move's name there.
     """
-    text = f"[{action}]"
-    if game.parse(text) != action:
+    text = game.answer(action)
+    if game.parse(text) != game.spelled(action):
         raise ValueError(f"{game.name} does not read {text!r} as the action {action!r}.")
     return game.continuation(text)

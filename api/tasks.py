@@ -31,7 +31,8 @@ A suite never builds models or plays matches itself: the host lends it a `Bench`
 so a suite plug-in needs only the contracts. ``run`` returns every figure as one value per
 seed. The host runs the suite once per prompt phrasing (``bench.game`` builds each game in
 the bench's phrasing, `Game.phrasings`), and reports each figure's mean over every (seed,
-phrasing) value with its min-max spread and standard deviation.
+phrasing) value with its min-max spread and standard deviation; a phrasing held out (the
+suite's ``held_out``, or ``--held-out``) is reported apart, with its gap to that mean.
 Suites register through the ``register_suites`` hook like every other plug-in.
 """
 
@@ -90,6 +91,21 @@ class ReferenceAnswers(Protocol):
 
 
 @runtime_checkable
+class SpielMatch(Protocol):
+    """A game OpenSpiel has too: its matches can be written as OpenSpiel match traces
+    (``selfplay eval --suite NAME --traces DIR``, core/commands/traces.py)."""
+
+    def spiel_game(self) -> str:
+        """The OpenSpiel game string ``pyspiel.load_game`` reads, e.g. ``tic_tac_toe()``."""
+        ...
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        """Every OpenSpiel action of the match, in order, chance outcomes included, as
+        (player, action); the player is -1 for chance."""
+        ...
+
+
+@runtime_checkable
 class AnswerCheck(Protocol):
     """A game that can check a candidate move without playing it (best-of-n by verifier)."""
 
@@ -143,6 +159,8 @@ class Suite:
     description: ClassVar[str]  # one line: what it measures
     games: ClassVar[tuple[str, ...]]  # the games it plays
     matches: ClassVar[int] = 100  # matches per opponent and seed unless --matches says
+    # phrasings measured apart from the pooled ones, each with its gap (unless --held-out says)
+    held_out: ClassVar[tuple[str, ...]] = ()
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
         """``{figure: [value for each seed]}``; ``matches`` per opponent and seed."""

@@ -10,6 +10,11 @@ ignored it and played every information set alike ("always bet"); card last fixe
 The module keeps the betting tree as plain functions over (card, history) information sets,
 so the exact value of any pair of strategies, and later their exploitability, can be computed
 by enumerating the six deals instead of sampling.
+
+Phrasings (games/phrasing.py): ``reworded`` (the rules and both headings in other words);
+``obfuscated``, a contest of three tokens ranked ivy < elm < oak whose moves are [wait],
+[push], [meet] and [quit], never named poker; ``no-menu``, the rules with the moves named but
+no move in brackets, and no list of the legal ones.
 """
 
 from __future__ import annotations
@@ -22,9 +27,19 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
-from selfplay.api.types import Message, Payoffs, Role
+from selfplay.api.game import (
+    NO_MENU,
+    OBFUSCATED,
+    REWORDED,
+    Game,
+    GameOptions,
+    GameState,
+    InvalidAction,
+    Player,
+)
+from selfplay.api.types import Episode, Message, Payoffs, Role
 from selfplay.games import tabular
+from selfplay.games.phrasing import Renaming
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -49,7 +64,7 @@ RULES = (
     "Answer with one legal action in square brackets, for example [check]."
 )
 # The same rules and answer format in other words (`Game.phrasings`).
-REWORDED = {
+REWORDED_WORDS = {
     "You are playing Kuhn poker as ": "Kuhn poker; you are ",
     "The deck is J < Q < K; each player antes 1 chip and gets one private card.": (
         "Three cards make the deck, ranked J < Q < K. Both players put in 1 chip and are dealt "
@@ -61,6 +76,27 @@ REWORDED = {
     "History: ": "Actions so far: ",
     "Legal: ": "You may play: ",
 }
+# The same game under other names: no card, chip count or move is poker's (`spelled`).
+OBFUSCATED_RULES = (
+    "A two-player contest of three tokens ranked ivy < elm < oak; you are the {seat} player. "
+    "Each player puts 1 chip in the pot and gets one token that only they see. The first "
+    "player moves first: [wait] or [push] (1 more chip). After a wait, the second player may "
+    "[wait] (reveal) or [push]. After a push, the other player must [meet] (1 more chip, then "
+    "reveal) or [quit] (the pusher takes the pot). At a reveal the higher token takes the pot. "
+    "Reply with one allowed move in square brackets, for example [wait]."
+)
+SEATS = {"player_0": "first", "player_1": "second"}
+SPIEL_ACTIONS = {"check": 0, "fold": 0, "bet": 1, "call": 1}  # OpenSpiel's Pass and Bet
+MOVES = Renaming({"check": "wait", "bet": "push", "call": "meet", "fold": "quit"})
+TOKENS = Renaming({"J": "ivy", "Q": "elm", "K": "oak"})
+# No move in brackets, no example and no list of the legal moves.
+NO_MENU_RULES = (
+    "You are playing Kuhn poker as {role}. The deck is J < Q < K; each player antes 1 chip "
+    "and gets one private card. player_0 acts first: check or bet (1 chip). After a check, "
+    "player_1 may check (showdown) or bet. After a bet, the other player must call "
+    "(showdown) or fold (the bettor takes the pot). At showdown the higher card wins the pot. "
+    "Answer with one legal action's name in square brackets."
+)
 
 
 class KuhnPokerOptions(GameOptions):
@@ -226,7 +262,7 @@ def nash_player(game: Game, state: KuhnPokerState, role: Role, rng: random.Rando
     card = state.cards[ROLES.index(role)]
     probs = nash_probabilities(card, state.history, role)
     actions = list(probs)
-    return f"[{rng.choices(actions, weights=[float(probs[a]) for a in actions])[0]}]"
+    return game.answer(rng.choices(actions, weights=[float(probs[a]) for a in actions])[0])
 
 
 class KuhnPoker(Game):
@@ -240,7 +276,12 @@ class KuhnPoker(Game):
     State = KuhnPokerState
     answer_hint = "[check] (a legal action in square brackets)"
     players: ClassVar[dict[str, Player]] = {"random": random_player, "nash": nash_player}
-    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
+    # obfuscated and no-menu are written by `prompt`
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {
+        REWORDED: REWORDED_WORDS,
+        OBFUSCATED: {},
+        NO_MENU: {},
+    }
 
     def initial(self, seed: int, rng: random.Random) -> KuhnPokerState:
         return KuhnPokerState(seed=seed, cards=tuple(rng.sample(CARDS, 2)))
@@ -249,19 +290,38 @@ class KuhnPoker(Game):
         return role_to_act(state.history)
 
     def prompt(self, state: KuhnPokerState, role: Role) -> list[Message]:
-        history = ", ".join(state.history) or "none"
-        legal = " ".join(f"[{m}]" for m in legal_moves(state.history))
+        phrasing = self.options.phrasing
+        history = ", ".join(self.spelled(a) for a in state.history) or "none"
+        legal = " ".join(self.answer(m) for m in legal_moves(state.history))
         card = state.cards[ROLES.index(role)]
+        if phrasing == OBFUSCATED:
+            token = TOKENS.spell(card)
+            return [
+                Message("system", OBFUSCATED_RULES.format(seat=SEATS[role])),
+                Message("user", f"Moves so far: {history}. Allowed: {legal}. Your token: {token}"),
+            ]
+        if phrasing == NO_MENU:
+            return [
+                Message("system", NO_MENU_RULES.format(role=role)),
+                Message("user", f"History: {history}. Your card: {card}"),
+            ]
         return [
             Message("system", RULES.format(role=role)),
             Message("user", f"History: {history}. Legal: {legal}. Your card: {card}"),
         ]
 
+    def spelled(self, action: str) -> str:
+        return MOVES.spell(action) if self.options.phrasing == OBFUSCATED else action
+
     def legal(self, state: KuhnPokerState, role: Role, action: str) -> str:
         move = action.strip().lower()
+        if self.options.phrasing == OBFUSCATED:
+            move = MOVES.read(move) or f"not a move: {move}"
         moves = legal_moves(state.history)
         if move not in moves:
-            options = " or ".join(f"[{m}]" for m in moves)
+            if self.options.phrasing == NO_MENU:  # a retry's reason lists no moves either
+                raise InvalidAction(f"{action[:20]!r} is not a legal action now.")
+            options = " or ".join(self.answer(m) for m in moves)
             raise InvalidAction(f"{action[:20]!r} is not a legal action now; answer {options}.")
         return move
 
@@ -274,7 +334,21 @@ class KuhnPoker(Game):
         return None
 
     def legal_actions(self, state: KuhnPokerState, role: Role) -> list[str]:
-        return [f"[{m}]" for m in legal_moves(state.history)]
+        return [self.answer(m) for m in legal_moves(state.history)]
+
+    # ---- OpenSpiel's kuhn_poker: cards 0-2 dealt by chance, then pass 0 / bet 1 ------------
+
+    def spiel_game(self) -> str:
+        return "kuhn_poker()"
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        deal = [(-1, RANK[card]) for card in episode.state["cards"]]
+        moves = [
+            (ROLES.index(turn.role), SPIEL_ACTIONS[turn.action])
+            for turn in episode.turns
+            if turn.valid and turn.action is not None
+        ]
+        return deal + moves
 
     # ---- the TabularGame capability (games/tabular.py) ------------------------------------
 

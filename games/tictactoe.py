@@ -3,6 +3,13 @@
 The board is shown with every empty cell as its own digit (``x1o|345|678``): a small model then
 learns legality by copying a visible token. Shown with dots instead, a cold-started model never
 linked digit i to cell i and stayed almost always invalid.
+
+Phrasings (games/phrasing.py), each with the compact board and without: ``reworded`` says the
+rules and the question in other words and puts the mark first on the compact line (``x to
+move on x1o|345|678``); ``obfuscated`` is a game of claiming squares labelled ``j``-``s`` with
+stones ``#`` and ``@``, never named tic-tac-toe (``j#l|m@p|qrs @``), answered ``[n]``;
+``no-menu`` shows free cells as ``.`` and gives no example answer, so the move's number comes
+from the rules alone.
 """
 
 from __future__ import annotations
@@ -13,25 +20,53 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
-from selfplay.api.types import Message, Payoffs, Role
+from selfplay.api.game import DEFAULT_PHRASING as DEFAULT
+from selfplay.api.game import (
+    NO_MENU,
+    OBFUSCATED,
+    REWORDED,
+    Game,
+    GameOptions,
+    GameState,
+    InvalidAction,
+    Player,
+)
+from selfplay.api.types import Episode, Message, Payoffs, Role
+from selfplay.games.phrasing import Renaming
 from selfplay.plugins.hookspecs import hookimpl
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 MARKS = {"player_0": "x", "player_1": "o"}
-RULES = (
-    "You are playing tic-tac-toe. Cells are numbered 0-8 row by row; an empty cell shows its "
-    "number. Three of your marks in a row, column or diagonal wins. Answer with the number of "
-    "an empty cell in square brackets, for example [4]."
-)
-# The same rules and answer format in other words (`Game.phrasings`).
-REWORDED = {
-    RULES: "Game: tic-tac-toe on a 3x3 grid. The cells are numbered 0 to 8, left to right and "
+RULES = {
+    DEFAULT: "You are playing tic-tac-toe. Cells are numbered 0-8 row by row; an empty cell shows "
+    "its number. Three of your marks in a row, column or diagonal wins. Answer with the number "
+    "of an empty cell in square brackets, for example [4].",
+    REWORDED: "Game: tic-tac-toe on a 3x3 grid. The cells are numbered 0 to 8, left to right and "
     "top to bottom, and a free cell displays its number. You win by getting three of your "
     "marks in one row, column or diagonal. Reply with a free cell's number inside square "
     "brackets, such as [4].",
-    "Your move?": "Which cell do you take?",
+    OBFUSCATED: "A two-player game of claiming squares on a 3 by 3 grid. The squares are labelled "
+    "j to s, row by row from the top left, and a free square shows its label. Players take "
+    "turns claiming one free square: # claims first, @ second. Whoever first holds three "
+    "squares along one row, one column or one diagonal wins; a full grid with no such line is "
+    "a tie. Reply with the label of a free square in square brackets, for example [n].",
+    NO_MENU: "You are playing tic-tac-toe. Cells are numbered 0-8 row by row; an empty cell shows "
+    "'.'. Three of your marks in a row, column or diagonal wins. Answer with the number of an "
+    "empty cell in square brackets.",
 }
+# what the player is asked: (the full question, the compact line), by phrasing
+ASKED = {
+    DEFAULT: ("Board {board}. You are {mark}. Your move?", "{board} {mark}"),
+    REWORDED: (
+        "Board {board}. You are {mark}. Which cell do you take?",
+        "{mark} to move on {board}",
+    ),
+    OBFUSCATED: ("Grid {board}. Your stone: {mark}. Which square do you claim?", "{board} {mark}"),
+    NO_MENU: ("Board {board}. You are {mark}. Your move?", "{board} {mark}"),
+}
+# obfuscated: cells, marks and the board's free cells renamed (one character each)
+LABELS = Renaming(dict(zip("012345678", "jklmnpqrs", strict=True)))
+STONES = Renaming({"x": "#", "o": "@"})
 
 
 class TicTacToeOptions(GameOptions):
@@ -56,8 +91,14 @@ def winner(board: str) -> str | None:
     return None
 
 
-def render(board: str) -> str:
+def render(board: str, phrasing: str = DEFAULT) -> str:
+    """The board in a phrasing: a free cell shows its number (its label when obfuscated, a
+    dot with no menu)."""
     cells = [mark if mark != "." else str(i) for i, mark in enumerate(board)]
+    if phrasing == OBFUSCATED:
+        cells = [STONES.spell(LABELS.spell(c)) for c in cells]
+    elif phrasing == NO_MENU:
+        cells = list(board)
     return "|".join("".join(cells[row : row + 3]) for row in (0, 3, 6))
 
 
@@ -85,7 +126,7 @@ def minimax_player(game: Game, state: GameState, role: Role, rng: random.Random)
     empty = [i for i, c in enumerate(board) if c == "."]
     values = {i: -minimax_value(board[:i] + mark + board[i + 1 :], other) for i in empty}
     best = max(values.values())
-    return f"[{rng.choice([i for i, v in values.items() if v == best])}]"
+    return game.answer(str(rng.choice([i for i, v in values.items() if v == best])))
 
 
 class TicTacToe(Game):
@@ -101,7 +142,8 @@ class TicTacToe(Game):
     # (recipes/tictactoe.py)
     recipe = "tictactoe"
     players: ClassVar[dict[str, Player]] = {"random": random_player, "minimax": minimax_player}
-    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
+    # every phrasing is written by `prompt` (with the compact board too)
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {REWORDED: {}, OBFUSCATED: {}, NO_MENU: {}}
 
     def initial(self, seed: int, rng: random.Random) -> TicTacToeState:
         return TicTacToeState(seed=seed)
@@ -112,15 +154,27 @@ class TicTacToe(Game):
         return "player_0" if state.board.count("x") == state.board.count("o") else "player_1"
 
     def prompt(self, state: TicTacToeState, role: Role) -> list[Message]:
-        board = render(state.board)
-        if self.options.compact:
-            return [Message("system", RULES), Message("user", f"{board} {MARKS[role]}")]
+        phrasing = self.options.phrasing
+        board, mark = render(state.board, phrasing), MARKS[role]
+        if phrasing == OBFUSCATED:
+            mark = STONES.spell(mark)
+        asked = ASKED[phrasing][1 if self.options.compact else 0]
         return [
-            Message("system", RULES),
-            Message("user", f"Board {board}. You are {MARKS[role]}. Your move?"),
+            Message("system", RULES[phrasing]),
+            Message("user", asked.format(board=board, mark=mark)),
         ]
 
+    def spelled(self, action: str) -> str:
+        return LABELS.spell(action) if self.options.phrasing == OBFUSCATED else action
+
     def legal(self, state: TicTacToeState, role: Role, action: str) -> str:
+        if self.options.phrasing == OBFUSCATED:
+            cell = LABELS.read(action)
+            if cell is None:
+                raise InvalidAction(f"{action[:20]!r} is not a square's label j-s.")
+            if state.board[int(cell)] != ".":
+                raise InvalidAction(f"square {LABELS.spell(cell)} is already claimed.")
+            return cell
         if len(action) != 1 or action not in "012345678":
             raise InvalidAction(f"{action[:20]!r} is not a cell number 0-8.")
         if state.board[int(action)] != ".":
@@ -140,8 +194,20 @@ class TicTacToe(Game):
             return dict.fromkeys(self.roles, 0.0)
         return None
 
+    # ---- OpenSpiel's tic_tac_toe: the same cells, numbered the same (api/tasks.py) ----------
+
+    def spiel_game(self) -> str:
+        return "tic_tac_toe()"
+
+    def spiel_actions(self, episode: Episode) -> list[tuple[int, int]]:
+        return [
+            (self.roles.index(turn.role), int(turn.action))
+            for turn in episode.turns
+            if turn.valid and turn.action is not None
+        ]
+
     def legal_actions(self, state: TicTacToeState, role: Role) -> list[str]:
-        return [f"[{i}]" for i, c in enumerate(state.board) if c == "."]
+        return [self.answer(str(i)) for i, c in enumerate(state.board) if c == "."]
 
 
 @hookimpl

@@ -176,6 +176,10 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
             word = f"my-{words[1]}"
         elif word == "NAME" and out[-1:] == ["--recipe"]:
             word = "tictactoe"
+        elif word == "traces/" and words[0] == "show":  # what `eval --traces traces/` wrote
+            word = str(tmp_path / "traces")
+            args = ["eval", "--suite", "solver", "--model", "tiny", "--phrasings", "default"]
+            assert main([*args, "--matches", "2", "--seeds", "0", "--traces", word]) == 0
         elif word in ("steps.jsonl", "ab.html"):
             word = str(tmp_path / word)
         elif re.fullmatch(r"path/to/(local/)?hf-model", word):

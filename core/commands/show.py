@@ -4,11 +4,15 @@
     selfplay show runs/NAME --iteration 5-8 --role solver --invalid
     selfplay show runs/NAME --unreadable             matches a judge could not read
     selfplay show runs/NAME --learner solver         a run of several learners: one's turns
+    selfplay show traces/                            the match traces of `selfplay eval
+                                                     --suite NAME --traces traces/`
 
 Each match shows who held each seat, the payoffs, and every turn: its role and seat, the last
 prompt message (``--prompts`` shows them all), the text the model wrote, the action read from
 it (or why it was invalid), the turn's share of every reward term, and what the judges
-answered about it, with the score read from the answer or "unreadable". Everything a model or a
+answered about it, with the score read from the answer or "unreadable". A folder (or file) of
+match traces shows each match under its suite, phrasing and seed instead of an iteration
+(core/commands/traces.py). Everything a model or a
 plug-in wrote is shown with its control characters escaped, so no text acts on the terminal.
 
 On a terminal, one match at a time: Enter shows the next, ``p`` the previous, a number jumps
@@ -50,6 +54,7 @@ class Entry:
     number: int  # 1-based position in the log
     iteration: int
     episode: Episode
+    label: str | None = None  # a trace's suite, phrasing and seed, shown for the iteration
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,12 @@ class Filters:
 
 def add_show_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("source", type=Path, metavar="RUN_DIR", help="the run folder to read")
+    add(
+        "source",
+        type=Path,
+        metavar="RUN_DIR|TRACES",
+        help="the run folder to read, or a folder (or file) of suite match traces",
+    )
     add("--iteration", metavar="N|A-B", help="only iteration N, or iterations A to B")
     add("--role", help="only this role's turns (and --outcome from its side)")
     add("--opponent", metavar="NAME", help="only matches with a seat holder whose name has NAME")
@@ -97,7 +107,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.learner is not None:
         filters = replace(filters, seat=learner_filter(args.source, args.learner))
     console = ReaderConsole(highlight=False)
-    entries = select(load(args.source), filters)
+    entries = select(load(args.source, filters.iterations), filters)
     if not entries:
         console.print(Text(f"No match in {args.source} passes these filters."))
         return 0
@@ -145,9 +155,21 @@ def learner_filter(source: Path, learner: str) -> str:
     return learner_seat(learner)
 
 
-def load(source: Path) -> list[Entry]:
+def load(source: Path, iterations: tuple[int, int] | None = None) -> list[Entry]:
+    from selfplay.core.commands.traces import episode_of, is_trace_source, read_traces
     from selfplay.core.run.episode_log import episode_iteration, episodes_file, iter_numbered
     from selfplay.core.run.run_folder import read_config
+
+    if is_trace_source(source):
+        if iterations is not None:
+            raise ConfigError(
+                f"--iteration: {source} holds suite match traces, which have no iterations; "
+                "filter them with --role, --opponent, --outcome or --invalid."
+            )
+        return [
+            Entry(k, 0, episode_of(trace), _trace_label(trace))
+            for k, (_, trace) in enumerate(read_traces(source), start=1)
+        ]
 
     log = episodes_file(source)
     matches = read_config(log.parent).matches
@@ -155,6 +177,14 @@ def load(source: Path) -> list[Entry]:
         Entry(k, episode_iteration(ep, line, matches), ep)
         for k, (line, ep) in enumerate(iter_numbered(log), start=1)
     ]
+
+
+def _trace_label(trace: dict[str, Any]) -> str:
+    meta = trace["metadata"]
+    return (
+        f"{meta['suite']} · {meta['phrasing']} · seed {meta['seed']} · {trace['game']} · "
+        f"vs {meta['opponent']}"
+    )
 
 
 def select(entries: Iterable[Entry], filters: Filters) -> list[Entry]:
@@ -199,7 +229,9 @@ def render(entry: Entry, filters: Filters | None = None, all_prompts: bool = Fal
     out = Text()
     seats = ", ".join(f"{r}={h}" for r, h in ep.seats.items())
     payoffs = ", ".join(f"{r} {v:+g}" for r, v in ep.outcome.items())
-    out.append(f"episode {entry.number} · iteration {entry.iteration} · ", style="bold")
+    where = entry.label if entry.label else f"iteration {entry.iteration}"
+    kind = "match" if entry.label else "episode"
+    out.append(f"{kind} {entry.number} · {where} · ", style="bold")
     out.append(f"{ep.game} seed {ep.seed}\n", style="bold")
     out.append(_safe(f"seats: {seats}\npayoffs: {payoffs}\n"))
     rewards = ep.record.get("rewards", {})
@@ -211,7 +243,7 @@ def render(entry: Entry, filters: Filters | None = None, all_prompts: bool = Fal
             _turn(out, i, turn, per_turn[i] if i < len(per_turn) else {}, all_prompts)
             _judged(out, notes, i)
     _judged(out, notes, None)
-    if not ep.record:
+    if not ep.record and entry.label is None:
         out.append("(written before episodes carried their rewards)\n", style="dim")
     return out
 

@@ -2,14 +2,20 @@
 
     selfplay eval --suite solver RUN_DIR|CHECKPOINT     the saved policy
     selfplay eval --suite solver --model tiny          any model --model accepts: a baseline
+    selfplay eval --suite solver --model 'openai:URL#MODEL' [RUN_DIR]
+                                                       a served model (with that run's game
+                                                       options and temperature, when given)
 
 The host builds the policy, lends the suite a bench (its games, greedy seeded matches against
 scripted players, the policy's table) and runs it once per prompt phrasing (``--phrasings``;
 every game's ``default`` wording and its ``reworded`` one, `Game.phrasings`), each time on
 every seed. Each figure is reported as its mean over all (seed, phrasing) values with their
-min-max spread and standard deviation; ``--json`` adds every value. Measuring a run folder (or
-one of its checkpoints) also saves the report in the run folder as ``suites/NAME.json``, which
-``selfplay report`` shows. Suites register through the ``register_suites`` hook (api/tasks.py).
+min-max spread and standard deviation; ``--json`` adds every value. A phrasing held out
+(``--held-out obfuscated``, or a suite's own ``held_out``) is measured on the same seeds and
+reported apart, with its gap to the pooled mean: what the score owes to the familiar form of
+the game. Measuring a run folder (or one of its checkpoints) also saves the report in the run
+folder as ``suites/NAME.json``, which ``selfplay report`` shows. Suites register through the
+``register_suites`` hook (api/tasks.py).
 """
 
 from __future__ import annotations
@@ -46,6 +52,21 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="with --suite: the prompt wordings to measure under (default: default reworded)",
     )
+    add(
+        "--held-out",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="with --suite: phrasings to measure apart, each with its gap to the others' mean "
+        "(e.g. obfuscated no-menu; default: the suite's own, none for the built-in ones)",
+    )
+    add(
+        "--traces",
+        type=Path,
+        metavar="DIR",
+        help="with --suite: write every match as an OpenSpiel match trace, with each move's "
+        "prompt and raw answer, to DIR/SUITE/PHRASING.jsonl (selfplay show DIR reads them)",
+    )
 
 
 def find_suite(name: str) -> Suite:
@@ -75,6 +96,7 @@ class HostBench:
         self.phrasing = phrasing  # every game's prompt wording (game_options.phrasing)
         self.say = say  # hears one line after each batch of matches
         self.notes: list[str] = []  # what the suite told the user (`note`), each once
+        self.traces: Any = None  # a TraceWriter (core/commands/traces.py) when every match is kept
 
     def game(self, name: str) -> Game:
         """The suite's game in the bench's phrasing: with the run's options when the run
@@ -106,13 +128,16 @@ class HostBench:
         seeds = eval_seeds(game, matches, seed)
         episodes = play(game, seatings, seeds, greedy=True, progress=self.progress)
         roles = [next(r for r, p in s.items() if p is me) for s in seatings]
+        played = list(zip(roles, episodes, strict=True))
+        if self.traces is not None:
+            self.traces.write(game, played, opponent, seed, self.phrasing)
         if self.say is not None:
             who = "the policy" if player is None else getattr(player, "name", "a player")
             self.say(
                 f"{game.name} ({self.phrasing}), seed {seed}: {who} vs {opponent}, {matches} "
                 f"matches, {time.perf_counter() - started:.1f} s"
             )
-        return list(zip(roles, episodes, strict=True))
+        return played
 
     def note(self, line: str) -> None:
         if line not in self.notes:
@@ -122,8 +147,21 @@ class HostBench:
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
         from selfplay.core.models.policy_table import is_tabular, policy_table
+        from selfplay.core.models.served import ServedError, ServedPolicy, Unreachable
 
-        if not is_tabular(game) or not hasattr(self.policy, "encode"):
+        if not is_tabular(game):
+            return None
+        if isinstance(self.policy, ServedPolicy):  # from the server's log-probabilities
+            from selfplay.core.models.served_table import served_table
+
+            try:
+                return served_table(self.policy, game, self.temperature)
+            except Unreachable:
+                raise
+            except ServedError as error:
+                self.note(f"{game.name}: no policy table, so no exploitability: {error}")
+                return None
+        if not hasattr(self.policy, "encode"):
             return None
         return policy_table(self.policy, game, self.temperature)
 
@@ -148,44 +186,94 @@ def run_suite(
     matches: int | None,
     measured: str,
     phrasings: Sequence[str] = (DEFAULT_PHRASING,),
+    held_out: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The report of ``suite`` on the bench's policy, once per phrasing: every figure with
-    its spread over seeds and phrasings."""
+    its spread over seeds and phrasings; each phrasing ``held_out`` (default: the suite's
+    own) reported apart, with its gap to that pooled mean."""
     matches = suite.matches if matches is None else matches
+    held_out = list(getattr(suite, "held_out", ()) if held_out is None else held_out)
     if matches < 2:
         raise ConfigError(f"--matches {matches}: a suite plays both seats; give at least 2.")
     if not seeds:
         raise ConfigError("--seeds: give at least one seed.")
-    if not phrasings or len(set(phrasings)) != len(phrasings):
-        raise ConfigError(f"--phrasings {' '.join(phrasings)}: name each phrasing once.")
+    every = [*phrasings, *held_out]
+    if not phrasings or len(set(every)) != len(every):
+        raise ConfigError(
+            f"--phrasings {' '.join(phrasings)} --held-out {' '.join(held_out) or '(none)'}: "
+            "name each phrasing once, and hold out only one that is not pooled."
+        )
     started = time.perf_counter()
     values: dict[str, dict[str, dict[str, float]]] = {}
-    for phrasing in phrasings:
+    for phrasing in every:
         bench.phrasing = phrasing
         for name, per_seed in suite.run(bench, list(seeds), matches).items():
             by_seed = dict(zip(map(str, seeds), per_seed, strict=True))
             values.setdefault(name, {})[phrasing] = by_seed
-    return {
+    pooled = {
+        name: {p: v for p, v in by_phrasing.items() if p in phrasings}
+        for name, by_phrasing in values.items()
+    }
+    report = {
         "suite": suite.name,
         "measured": measured,
         "games": list(suite.games),
         "seeds": list(seeds),
         "phrasings": list(phrasings),
         "matches": matches,
-        "figures": {name: spread(by_phrasing) for name, by_phrasing in values.items()},
+        "figures": {name: spread(by) for name, by in pooled.items() if by},
         "notes": list(getattr(bench, "notes", [])),
         "seconds": round(time.perf_counter() - started, 1),
     }
+    if held_out:
+        report["held_out"] = {
+            phrasing: held_out_figures(values, report["figures"], phrasing) for phrasing in held_out
+        }
+    return report
+
+
+def held_out_figures(
+    values: dict[str, dict[str, dict[str, float]]], pooled: dict[str, Any], phrasing: str
+) -> dict[str, Any]:
+    """Each figure under ``phrasing`` alone, with its ``gap``: the pooled mean minus its own
+    (positive where the pooled phrasings score higher)."""
+    figures = {}
+    for name, by_phrasing in values.items():
+        if phrasing not in by_phrasing:
+            continue
+        figure = spread({phrasing: by_phrasing[phrasing]})
+        if name in pooled:
+            figure["gap"] = pooled[name]["mean"] - figure["mean"]
+        figures[name] = figure
+    return figures
 
 
 def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path | None]:
     """(policy, sampling temperature, what it is, the run's config or None, the run folder or
-    None) from a run/checkpoint folder or --model."""
-    if (args.source is None) == (args.model is None):
+    None) from a run/checkpoint folder or --model. A served model (``openai:URL#MODEL``)
+    plays through its endpoint; with a run folder too, under that run's settings (its game
+    options, its temperature), as the run folder itself would be measured."""
+    from selfplay.api.sampler import is_served
+
+    served = args.model is not None and is_served(args.model)
+    if (args.source is None) == (args.model is None) and not (served and args.source):
         raise ConfigError(
             "Name one policy: a run folder or checkpoint folder (selfplay eval --suite solver "
-            "runs/NAME), or a model (--model tiny)."
+            "runs/NAME), or a model (--model tiny); a run folder goes with --model only when "
+            "the model is its served copy (--model openai:URL#MODEL)."
         )
+    if served:
+        from selfplay.core.models.served import ServedPolicy
+
+        config = None
+        if args.source is not None:
+            from selfplay.core.commands.play import find_checkpoint, run_config
+
+            config = run_config(find_checkpoint(Path(args.source))[0])
+        temperature = 1.0 if config is None else config.generation.temperature
+        seed = 0 if config is None else config.seed
+        policy = ServedPolicy(args.model, max_new_tokens=None, temperature=temperature, seed=seed)
+        return policy, temperature, f"model {args.model}", config, None
     if args.model is not None:
         from selfplay.core.config import RunConfig
         from selfplay.core.run.build import build_learner
@@ -231,19 +319,30 @@ def cmd_suite(args: argparse.Namespace) -> int:
     suite = find_suite(args.suite)
     policy, temperature, measured, config, folder = load_policy(args)
     bench = HostBench(policy, temperature, config=config, say=say)
-    say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}")
-    report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings)
+    if args.traces is not None:
+        from selfplay.core.commands.traces import TraceWriter
+
+        bench.traces = TraceWriter(args.traces, suite.name, measured)
+    held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
+    apart = f", held out {' '.join(held)}" if held else ""
+    say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}{apart}")
+    report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings, held)
     if folder is not None:
         path = saved_path(folder, suite.name, args.learner)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2) + "\n")
         say(f"saved in {path}")
+    if bench.traces is not None:
+        say(f"traces: {bench.traces.count} matches in {args.traces / suite.name}")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         from selfplay.core.commands.show import ReaderConsole
 
-        ReaderConsole().print(suite_table(report))
+        console = ReaderConsole()
+        console.print(suite_table(report))
+        for phrasing in report.get("held_out", {}):
+            console.print(held_out_table(report, phrasing))
     return 0
 
 
@@ -268,4 +367,18 @@ def suite_table(report: dict[str, Any]) -> Any:
     for name, figure in report["figures"].items():
         low_high = f"{figure['min']:.3f} – {figure['max']:.3f}"
         table.add_row(name, f"{figure['mean']:.3f}", low_high, f"{figure['std']:.3f}")
+    return table
+
+
+def held_out_table(report: dict[str, Any], phrasing: str) -> Any:
+    from rich.table import Table
+
+    pooled = " ".join(report.get("phrasings", [DEFAULT_PHRASING]))
+    table = Table(title=f"held out: {phrasing} (gap = mean under {pooled} minus under {phrasing})")
+    for column in ("figure", "mean", "min – max", "std", "gap"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for name, figure in report["held_out"][phrasing].items():
+        low_high = f"{figure['min']:.3f} – {figure['max']:.3f}"
+        gap = f"{figure['gap']:+.3f}" if "gap" in figure else ""
+        table.add_row(name, f"{figure['mean']:.3f}", low_high, f"{figure['std']:.3f}", gap)
     return table

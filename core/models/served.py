@@ -14,6 +14,9 @@ on to the server:
     concurrency=8    requests in flight at once (the server batches them)
     lora=PATH        an adapter to load first (vLLM's /v1/load_lora_adapter) under MODEL;
                      PATH is read by the server, on the server's machine
+    max_tokens=N     the most tokens a reply may have (default: the run's
+                     generation.max_new_tokens; measured by `selfplay eval --suite`: the
+                     server's own, e.g. what a `selfplay serve` run generates)
 
 A bearer token, where the server wants one, comes from ``OPENAI_API_KEY``. A served model
 generates text only: its tokens' log-probabilities stay on the server, so it can hold any seat
@@ -44,7 +47,14 @@ from selfplay.api.types import Completion
 
 RETRIED_STATUS = {408, 425, 429, 500, 502, 503, 504}
 MAX_BACKOFF = 30.0
-OPTIONS = {"timeout": float, "retries": int, "backoff": float, "concurrency": int, "lora": str}
+OPTIONS = {
+    "timeout": float,
+    "retries": int,
+    "backoff": float,
+    "concurrency": int,
+    "lora": str,
+    "max_tokens": int,
+}
 
 
 class ServedError(ConfigError):
@@ -76,6 +86,7 @@ class ServedSpec:
     backoff: float = 0.5
     concurrency: int = 8
     lora: str | None = None
+    max_tokens: int | None = None
 
     @classmethod
     def parse(cls, spec: str, what: str = "The served model") -> ServedSpec:
@@ -102,7 +113,7 @@ class ServedSpec:
                 raise ConfigError(
                     f"{what} {spec!r}: option {key}={value!r} is not a {OPTIONS[key].__name__}."
                 ) from None
-        for key in ("retries", "concurrency"):
+        for key in ("retries", "concurrency", "max_tokens"):
             low = 0 if key == "retries" else 1
             if key in options and options[key] < low:
                 raise ConfigError(f"{what} {spec!r}: {key} must be at least {low}.")
@@ -132,7 +143,7 @@ class ServedPolicy(Policy):
         spec: str | ServedSpec,
         *,
         name: str | None = None,
-        max_new_tokens: int = 64,
+        max_new_tokens: int | None = 64,
         temperature: float = 1.0,
         top_p: float = 1.0,
         seed: int = 0,
@@ -140,6 +151,9 @@ class ServedPolicy(Policy):
     ) -> None:
         self.spec = spec if isinstance(spec, ServedSpec) else ServedSpec.parse(spec)
         self.name = name or self.spec.spec
+        if self.spec.max_tokens is not None:
+            max_new_tokens = self.spec.max_tokens
+        # None: the server's own limit (the request names none)
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         self.seed = seed
         self._model = self.spec.model
@@ -184,11 +198,13 @@ class ServedPolicy(Policy):
         body: dict[str, Any] = {
             "model": self._model,
             "messages": messages,
-            "max_tokens": self.max_new_tokens,
             "temperature": 0.0 if greedy else self.temperature,
             "top_p": 1.0 if greedy else self.top_p,
-            "seed": req.rng.randrange(2**31),
+            # one 64-bit draw, as a model in memory takes: the match's other draws stay the same
+            "seed": req.rng.getrandbits(64) % (1 << 31),
         }
+        if self.max_new_tokens is not None:
+            body["max_tokens"] = self.max_new_tokens
         if messages and messages[-1]["role"] == "assistant":  # a prefill: continue it
             body.update(continue_final_message=True, add_generation_prompt=False)
         return body
@@ -203,6 +219,11 @@ class ServedPolicy(Policy):
                 f"content ({str(reply)[:200]}); is it an OpenAI-compatible chat server?"
             ) from None
         return Completion(text=text)
+
+    def model_name(self) -> str:
+        """The name the server knows the model by (the first it lists, when none was given)."""
+        self._prepare()
+        return self._model  # type: ignore[return-value]
 
     def _prepare(self) -> None:
         """Find the model name (first listed) and load the adapter, once."""

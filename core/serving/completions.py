@@ -10,13 +10,18 @@ This is what a served learner needs of a server, and the fields are vLLM's:
                        "logprobs": {"tokens", "token_logprobs", "top_logprobs",
                                     "text_offset"}}], "usage", ...}
     POST /tokenize        {"model", "prompt", "add_special_tokens"} -> {"tokens", "count"}
+                          or {"model", "messages", "add_generation_prompt": true,
+                          "continue_final_message": false}: the chat as the model reads it
 
-``echo: true`` with ``max_tokens: 0`` and ``logprobs: 0`` scores the prompts instead of
-continuing them, as vLLM's completions route does: each choice's ``token_ids`` are its
-prompt's, and ``token_logprobs`` the log-probability of each prompt token given those before it
-(the first is null), under the request's temperature. A served learner under
-``generation.choice: legal`` reads each legal answer's score this way (prompt + answer in one
-row; core/serving/rollout_client.py). Echo while writing new tokens is not supported.
+``echo: true`` (vLLM's) returns the prompt with its tokens' log-probabilities before any new
+ones (the first prompt token's is null); with ``max_tokens: 0`` the prompt alone. This is how
+a client scores a fixed answer: the prompt and the answer as one prompt, the answer's
+log-probabilities summed (a served model's policy table, core/models/served_table.py; a
+served learner's legal choice, core/serving/legal_choice.py). As vLLM's, ``token_ids`` are the
+new tokens only (none with ``max_tokens: 0``) and ``prompt_token_ids`` the prompt's. A
+chat tokenized with a closed last assistant message (``add_generation_prompt: false``, not
+continued) ends as the model's own turn ends: its text, then the end-of-sequence token
+generation stops at.
 
 Each choice's ``token_ids`` include the end-of-sequence token a row stopped at (as vLLM's
 do), and ``token_logprobs`` are the log-probabilities of those tokens under the temperature-
@@ -66,10 +71,26 @@ class CompletionRequest(BaseModel):
 
 
 class TokenizeRequest(BaseModel):
+    """vLLM's two forms: ``prompt`` (text), or ``messages`` (a chat, rendered as the model
+    reads it)."""
+
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
-    prompt: str
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
     add_special_tokens: bool = True
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
+
+    @field_validator("messages")
+    @classmethod
+    def _chat(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for message in value or []:
+            if message.get("role") not in ("system", "user", "assistant"):
+                raise ValueError("each message needs a role: system, user or assistant")
+            if not isinstance(message.get("content"), str):
+                raise ValueError("each message needs its content as text")
+        return value
 
 
 class Unsupported(ValueError):
@@ -92,13 +113,8 @@ def prompts_of(request: CompletionRequest, tokenizer: Any) -> list[list[int]]:
 def check_supported(request: CompletionRequest) -> None:
     if request.stream:
         raise Unsupported("stream=true is not supported; ask without streaming.")
-    if request.echo and (request.max_tokens != 0 or request.n != 1):
-        raise Unsupported(
-            "echo=true is supported with max_tokens=0 and n=1 (the prompt's log-probabilities, "
-            "nothing written); ask for new tokens without echo."
-        )
-    if not request.echo and request.max_tokens == 0:
-        raise Unsupported("max_tokens=0 writes nothing; it is for echo=true (prompt scores).")
+    if request.max_tokens == 0 and not request.echo:
+        raise Unsupported("max_tokens=0 asks for nothing: it needs echo=true (the prompt back).")
     if request.stop:
         raise Unsupported(
             "stop strings are not supported: a row stops at the model's end-of-sequence token "
@@ -128,11 +144,20 @@ def completion_reply(
     request: CompletionRequest,
     max_tokens: int,
     version: int,
+    echoed: Sequence[tuple[str, list[float | None]]] | None = None,
 ) -> dict[str, Any]:
-    """The response body: one choice per row, in the order of the prompts (times n)."""
+    """The response body: one choice per row, in the order of the prompts (times n); with
+    ``echoed`` (each prompt's text and token log-probabilities) the prompt comes first."""
     choices = []
     as_ids = bool(request.return_tokens_as_token_ids)
     for index, ((tokens, logps), text) in enumerate(zip(rows, texts, strict=True)):
+        prompt = prompts[index // request.n]
+        shown_ids: list[int] = list(tokens)
+        shown_logps: list[float | None] = list(logps)
+        if echoed is not None:
+            echo_text, echo_logps = echoed[index // request.n]
+            text = echo_text + text
+            shown_ids, shown_logps = [*prompt, *tokens], [*echo_logps, *logps]
         choice: dict[str, Any] = {
             "index": index,
             "text": text,
@@ -141,18 +166,21 @@ def completion_reply(
             "logprobs": None,
         }
         if request.logprobs is not None:
-            shown = [f"token_id:{t}" if as_ids else str(t) for t in tokens]
+            shown = [f"token_id:{t}" if as_ids else str(t) for t in shown_ids]
             choice["logprobs"] = {
                 "tokens": shown,
-                "token_logprobs": list(logps),
-                "top_logprobs": [{s: lp} for s, lp in zip(shown, logps, strict=True)]
+                "token_logprobs": shown_logps,
+                "top_logprobs": [
+                    None if lp is None else {s: lp}
+                    for s, lp in zip(shown, shown_logps, strict=True)
+                ]
                 if request.logprobs
                 else None,
-                "text_offset": [0] * len(tokens),
+                "text_offset": [0] * len(shown_ids),
             }
         if request.return_token_ids:
             choice["token_ids"] = list(tokens)
-            choice["prompt_token_ids"] = list(prompts[index // request.n])
+            choice["prompt_token_ids"] = list(prompt)
         choices.append(choice)
     prompt_tokens = sum(len(p) for p in prompts) * request.n
     written = sum(len(tokens) for tokens, _ in rows)
@@ -171,90 +199,84 @@ def completion_reply(
     }
 
 
-def echo_logprobs(policy: Any, prompts: Sequence[Sequence[int]], temperature: float) -> list:
-    """Each prompt token's log-probability given the tokens before it (None for the first),
-    under ``temperature``: one forward pass over the rows, no grad."""
+def tokenize_reply(request: TokenizeRequest, policy: Any, limit: int) -> dict[str, Any]:
+    """The ids of ``request``'s text, or of its chat as ``policy`` reads it (`chat_ids`)."""
+    if (request.prompt is None) == (request.messages is None):
+        raise Unsupported("give the text to tokenize as prompt, or a chat as messages.")
+    if request.messages is not None:
+        ids = chat_ids(policy, request)
+    else:
+        encoded = policy.tokenizer(request.prompt, add_special_tokens=request.add_special_tokens)
+        ids = list(encoded["input_ids"])
+    return {"tokens": ids, "count": len(ids), "max_model_len": limit}
+
+
+def chat_ids(policy: Any, request: TokenizeRequest) -> list[int]:
+    """A chat's ids as the policy reads it: its prompt, ready for a reply (or continuing a last
+    assistant message); a closed last assistant message is the reply itself, then the
+    end-of-sequence token its generation stops at."""
+    import random
+
+    from selfplay.api.policy import Request
+    from selfplay.api.types import Message
+    from selfplay.core.models.scoring import eos_id
+
+    messages = [Message(m["role"], m["content"]) for m in request.messages or []]
+    if not messages:
+        raise Unsupported("messages is empty: give at least one message.")
+    last = messages[-1].role == "assistant"
+    if request.continue_final_message and (request.add_generation_prompt or not last):
+        raise Unsupported(
+            "continue_final_message continues a last assistant message, without "
+            "add_generation_prompt: send add_generation_prompt=false and end with the assistant."
+        )
+    if request.add_generation_prompt and last:
+        raise Unsupported(
+            "the chat ends with an assistant message: close it (add_generation_prompt=false) "
+            "or continue it (continue_final_message=true)."
+        )
+
+    def encode(chat: list[Message]) -> list[int]:
+        row = Request(None, None, "assistant", tuple(chat), random.Random(0))  # type: ignore[arg-type]
+        return list(policy.encode([row])[0])
+
+    if not last or request.continue_final_message:
+        return encode(messages)
+    reply = policy.tokenizer(messages[-1].content, add_special_tokens=False)["input_ids"]
+    return [*encode(messages[:-1]), *reply, eos_id(policy)]
+
+
+def prompt_logprobs(
+    policy: Any, prompts: Sequence[Sequence[int]], temperature: float
+) -> list[list[float | None]]:
+    """Each prompt token's log-probability given the ones before it (None for the first),
+    under the temperature-scaled distribution, as ``echo`` returns them; one forward pass."""
     from contextlib import nullcontext
 
     import torch
 
     from selfplay.core.models.scoring import score
 
+    scored_rows = [i for i, p in enumerate(prompts) if len(p) > 1]
+    found: list[list[float | None]] = [[None] for _ in prompts]
+    if not scored_rows:
+        return found
     model = policy.model
     was_training = model.training
     model.eval()
     try:
-        context = policy.forward_context or nullcontext
-        with torch.inference_mode(), context():
-            heads, tails = [p[:1] for p in prompts], [p[1:] for p in prompts]
-            single = [i for i, tail in enumerate(tails) if not tail]
+        with torch.inference_mode(), (policy.forward_context or nullcontext)():
             scored = score(
                 model,
-                heads,
-                [t or [policy.pad_id] for t in tails],
+                [prompts[i][:1] for i in scored_rows],
+                [prompts[i][1:] for i in scored_rows],
                 policy.pad_id,
                 temperature,
                 False,
             )
     finally:
         model.train(was_training)
-    values = (scored.logp.float() * scored.mask).cpu().tolist()
-    return [
-        [None] + ([] if i in single else values[i][: len(tails[i])]) for i in range(len(prompts))
-    ]
-
-
-def echo_reply(
-    model: str,
-    prompts: Sequence[Sequence[int]],
-    logps: Sequence[Sequence[float | None]],
-    texts: Sequence[str],
-    request: CompletionRequest,
-    version: int,
-) -> dict[str, Any]:
-    """The response body of an echo request: each prompt back with its log-probabilities."""
-    choices = []
-    as_ids = bool(request.return_tokens_as_token_ids)
-    for index, (prompt, values, text) in enumerate(zip(prompts, logps, texts, strict=True)):
-        shown = [f"token_id:{t}" if as_ids else str(t) for t in prompt]
-        choice: dict[str, Any] = {
-            "index": index,
-            "text": text,
-            "finish_reason": "length",
-            "stop_reason": None,
-            "logprobs": None,
-        }
-        if request.logprobs is not None:
-            choice["logprobs"] = {
-                "tokens": shown,
-                "token_logprobs": list(values),
-                "top_logprobs": [
-                    None if v is None else {s: v} for s, v in zip(shown, values, strict=True)
-                ]
-                if request.logprobs
-                else None,
-                "text_offset": [0] * len(prompt),
-            }
-        if request.return_token_ids:
-            choice["token_ids"] = list(prompt)
-            choice["prompt_token_ids"] = list(prompt)
-        choices.append(choice)
-    prompt_tokens = sum(len(p) for p in prompts)
-    return {
-        "id": f"cmpl-{uuid.uuid4().hex[:24]}",
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": 0,
-            "total_tokens": prompt_tokens,
-        },
-        "selfplay": {"policy_version": version},
-    }
-
-
-def tokenize_reply(request: TokenizeRequest, tokenizer: Any, limit: int) -> dict[str, Any]:
-    ids = tokenizer(request.prompt, add_special_tokens=request.add_special_tokens)["input_ids"]
-    return {"tokens": list(ids), "count": len(ids), "max_model_len": limit}
+    logp = scored.logp.float().cpu()
+    for k, i in enumerate(scored_rows):
+        found[i] = [None, *logp[k, : len(prompts[i]) - 1].tolist()]
+    return found

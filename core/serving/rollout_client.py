@@ -103,18 +103,22 @@ class Worker:
         found: list[Any] = []
         for prompts in asked:
             reply = self.client.post("completions", {**body, "prompt": prompts})
-            for ids, logprobs in self._read(reply, len(prompts), echoed=True):
-                found.append((ids, logprobs[1:]))
+            read = self._read(reply, len(prompts), echoed=prompts)
+            for prompt, (_, logprobs) in zip(prompts, read, strict=True):
+                found.append((list(prompt), logprobs[1:]))
         return found
 
     def _read(
-        self, reply: Any, count: int, echoed: bool = False
+        self, reply: Any, count: int, echoed: Sequence[list[int]] | None = None
     ) -> list[tuple[list[int], list[float]]]:
+        """Each choice's new token ids and their log-probabilities; with the ``echoed``
+        prompts, the log-probabilities begin with the prompt's (vLLM's echo: ``token_ids`` are
+        the new tokens only, none with ``max_tokens: 0``)."""
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not isinstance(choices, list) or len(choices) != count:
             raise ServedError(f"{self.url} answered {str(reply)[:200]} to a completions request.")
         rows = []
-        for choice in choices:
+        for k, choice in enumerate(choices):
             ids = choice.get("token_ids")
             logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
             if ids is None:
@@ -122,7 +126,8 @@ class Worker:
                     f"rollout server {self.url} returned no token ids: it needs "
                     "return_token_ids (vLLM 0.10.2 or newer takes it per request)."
                 )
-            if logprobs is None or len(logprobs) != len(ids):
+            scored = ids if echoed is None else [*echoed[k], *ids]
+            if logprobs is None or len(logprobs) != len(scored):
                 raise ConfigError(
                     f"rollout server {self.url} returned no log-probabilities for its tokens: "
                     "it must take logprobs=0 (vLLM: --max-logprobs 1 or more, and "

@@ -3,8 +3,9 @@
     GET  /v1/models                 the served model, its per-role names and loaded adapters
     POST /v1/chat/completions       messages in, a reply out (no streaming)
     POST /v1/completions            token ids in, token ids and log-probabilities out
-                                    (a served learner's rollouts: core/serving/completions.py)
-    POST /tokenize                  text in, the served tokenizer's ids out
+                                    (a served learner's rollouts: core/serving/completions.py);
+                                    echo=true: the prompt's own log-probabilities too
+    POST /tokenize                  text, or a chat as the model reads it, in; the ids out
     POST /v1/load_lora_adapter      {"lora_name", "lora_path"}: vLLM's dynamic-LoRA protocol
     POST /v1/unload_lora_adapter    {"lora_name"}
     POST /init_weight_transfer_engine, /start_weight_update, /update_weights,
@@ -46,7 +47,8 @@ from selfplay.core.serving import completions as cmpl
 from selfplay.core.serving.adapters import Adapters, HTTPProblem
 from selfplay.core.serving.weights import WeightReceiver, weight_routes
 
-# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat", "completion", "echo"
+# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat", "completion" or
+# "echo" (the prompts' own log-probabilities)
 Key = tuple[str, str, str | None, bool, float, float, int]
 
 
@@ -218,29 +220,32 @@ class ChatService:
         tokenizer = self._tokenizer()
         prompts = cmpl.prompts_of(request, tokenizer)
         model = request.model or self.name
-        if request.echo:  # the prompts' log-probabilities, nothing written
-            temperature = request.temperature or 1.0
-            key = ("echo", adapter or "", role, False, temperature, 1.0, 0)
-            logps = await asyncio.wrap_future(self.batcher.submit(key, prompts))
-            texts = tokenizer.batch_decode(prompts, skip_special_tokens=False)
-            return cmpl.echo_reply(model, prompts, logps, texts, request, self.weights.version)
         seeds = cmpl.row_seeds(request, len(prompts), random.getrandbits(62))
         repeated = [prompt for prompt in prompts for _ in range(request.n)]
         rows = list(zip(repeated, seeds, strict=True))
         greedy = request.temperature == 0
-        tokens = request.max_tokens or 16
+        tokens = 16 if request.max_tokens is None else request.max_tokens
         sampling = (greedy, request.temperature, request.top_p, tokens)
-        key: Key = ("completion", adapter or "", role, *sampling)
-        done = await asyncio.wrap_future(self.batcher.submit(key, rows))
+        echoed = None
+        if request.echo:
+            key: Key = ("echo", adapter or "", role, *sampling)
+            logps = await asyncio.wrap_future(self.batcher.submit(key, prompts))
+            shown = tokenizer.batch_decode(prompts, skip_special_tokens=False)
+            echoed = list(zip(shown, logps, strict=True))
+        done: list[Any] = [([], []) for _ in rows]
+        if tokens:
+            key = ("completion", adapter or "", role, *sampling)
+            done = await asyncio.wrap_future(self.batcher.submit(key, rows))
         texts = tokenizer.batch_decode([t for t, _ in done], skip_special_tokens=True)
         return cmpl.completion_reply(
-            model, prompts, done, texts, request, tokens, self.weights.version
+            model, prompts, done, texts, request, tokens, self.weights.version, echoed
         )
 
     def tokenize(self, request: cmpl.TokenizeRequest) -> dict[str, Any]:
         self.resolve(request.model)
         limit = getattr(self.policy, "max_prompt_tokens", 0)
-        return cmpl.tokenize_reply(request, self._tokenizer(), limit)
+        self._tokenizer()  # says so when the model has none
+        return cmpl.tokenize_reply(request, self.policy, limit)
 
     def _tokenizer(self) -> Any:
         tokenizer = getattr(self.policy, "tokenizer", None)
@@ -259,9 +264,10 @@ class ChatService:
                 if kind == "chat":
                     return policy.act(rows, greedy=greedy)
                 context = policy.role_context(role) if policy.role_context and role else None
+                if kind == "echo":
+                    with context or nullcontext():
+                        return cmpl.prompt_logprobs(policy, rows, policy.temperature)
                 with context or nullcontext():
-                    if kind == "echo":
-                        return cmpl.echo_logprobs(policy, rows, temperature)
                     found, logps = policy.generate(
                         [p for p, _ in rows], [s for _, s in rows], greedy=greedy
                     )

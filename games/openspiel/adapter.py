@@ -23,6 +23,8 @@ before that. The mapping onto our contract:
   ``zero_sum = False``;
 - scripted players: ``random``, ``mcts``, and Leduc poker's ``rank``
   (games/openspiel/players.py);
+- phrasings (games/phrasing.py): ``reworded`` for every game; ``no-menu`` and ``obfuscated`` for
+  the documented games and those the evaluation suites play (games/openspiel/phrasings.py);
 - exact exploitability (``TabularGame``): for two-player zero-sum games with at most 1,000
   information sets (games/openspiel/tabular.py), so among the documented games kuhn_poker and
   leduc_poker; liars_dice, tic_tac_toe, connect_four and bargaining are not tabular.
@@ -40,10 +42,27 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, create_model
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.game import (
+    NO_MENU,
+    OBFUSCATED,
+    REWORDED,
+    Game,
+    GameOptions,
+    GameState,
+    InvalidAction,
+    Player,
+)
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games import tabular as tables
 from selfplay.games.openspiel import tabular
+from selfplay.games.openspiel.phrasings import (
+    DISGUISES,
+    MOVE_FORMATS,
+    NO_MENU_EDITS,
+    NO_MENU_RULE,
+    Disguise,
+)
+from selfplay.games.openspiel.phrasings import REWORDED as REWORDED_WORDS
 from selfplay.games.openspiel.players import (
     GAME_PLAYERS,
     can_search,
@@ -71,16 +90,6 @@ ANSWER_RULE = (
     "Answer with exactly one of the legal actions in square brackets, for example {example}; "
     "the last bracketed part of your reply is taken as your action."
 )
-# The answer rule and headings in other words (`Game.phrasings`); the rules text stays.
-REWORDED = {
-    "Answer with exactly one of the legal actions in square brackets, for example ": (
-        "Reply with a single legal action written inside square brackets, such as "
-    ),
-    "; the last bracketed part of your reply is taken as your action.": (
-        ". Only the final bracketed text of your reply counts as your move."
-    ),
-    "Legal actions: ": "Moves you may play: ",
-}
 SHOWN_CHOICES = 12  # legal actions named in an invalid move's reason
 
 
@@ -118,12 +127,13 @@ class OpenSpielGame(Game):
 
     spiel: ClassVar[Any]
     short_name: ClassVar[str]
+    member: ClassVar[str]  # the game string it was made from
     State = OpenSpielState
     Options = OpenSpielOptions
     lists_every_move = True
     answer_hint = "[action] (one of the legal actions, in square brackets)"
     players: ClassVar[dict[str, Player]] = {"random": random_player}
-    phrasings: ClassVar[dict[str, dict[str, str]]] = {"reworded": REWORDED}
+    phrasings: ClassVar[dict[str, dict[str, str]]] = {REWORDED: REWORDED_WORDS}
 
     def __init__(self, options: Any = None, rules: Any = None, **kwargs: Any) -> None:
         super().__init__(options, rules, **kwargs)
@@ -158,10 +168,18 @@ class OpenSpielGame(Game):
         position = self.position(state)
         choices = list(labels(position, player))
         heading, seen = self._view(position, player)
-        rule = ANSWER_RULE.format(example=f"[{choices[0]}]")
-        system = f"{self._rules()}\n{rule}"
-        legal = " ".join(f"[{c}]" for c in choices)
-        user = f"You are {role}.\n{heading}:\n{seen.rstrip()}\nLegal actions: {legal}"
+        phrasing, rules = self.options.phrasing, self._rules()
+        if phrasing == OBFUSCATED:
+            rules, seen = self._disguise().rules, self._disguise().rename(seen)
+        user = f"You are {role}.\n{heading}:\n{seen.rstrip()}"
+        if phrasing == NO_MENU:
+            for old, new in NO_MENU_EDITS.items():
+                rules = rules.replace(old, new)
+            rules = " ".join(filter(None, (rules, MOVE_FORMATS[self.member])))
+            system = f"{rules}\n{NO_MENU_RULE}"
+        else:
+            system = f"{rules}\n{ANSWER_RULE.format(example=self.answer(choices[0]))}"
+            user += "\nLegal actions: " + " ".join(self.answer(c) for c in choices)
         size = len(system) + len(user)
         if size > self.options.max_prompt_chars:
             raise ConfigError(
@@ -170,6 +188,14 @@ class OpenSpielGame(Game):
                 "Raise the limit if the model's context holds it, or pick a smaller variant."
             )
         return [Message("system", system), Message("user", user)]
+
+    def _disguise(self) -> Disguise:
+        return DISGUISES[self.member]
+
+    def spelled(self, action: str) -> str:
+        if self.options.phrasing == OBFUSCATED:
+            return self._disguise().rename(action)
+        return action
 
     def _rules(self) -> str:
         shown = readable(self.short_name, self.options.view)
@@ -196,9 +222,11 @@ class OpenSpielGame(Game):
         choices = list(labels(self.position(state), self.roles.index(role)))
         wanted = " ".join(action.split()).lower()
         for choice in choices:
-            if choice.lower() == wanted:
+            if " ".join(self.spelled(choice).split()).lower() == wanted:
                 return choice
-        shown = " ".join(f"[{c}]" for c in choices[:SHOWN_CHOICES])
+        if self.options.phrasing == NO_MENU:  # a retry's reason lists no moves either
+            raise InvalidAction(f"{action[:40]!r} is not a legal action now.")
+        shown = " ".join(self.answer(c) for c in choices[:SHOWN_CHOICES])
         more = f" (and {len(choices) - SHOWN_CHOICES} more)" if len(choices) > SHOWN_CHOICES else ""
         raise InvalidAction(f"{action[:40]!r} is not a legal action now; answer {shown}{more}.")
 
@@ -214,7 +242,16 @@ class OpenSpielGame(Game):
         return {role: float(r) for role, r in zip(self.roles, position.returns(), strict=True)}
 
     def legal_actions(self, state: OpenSpielState, role: Role) -> list[str]:
-        return [f"[{c}]" for c in labels(self.position(state), self.roles.index(role))]
+        return [self.answer(c) for c in labels(self.position(state), self.roles.index(role))]
+
+    # ---- its own match traces (api/tasks.py SpielMatch) ----------------------------------
+
+    def spiel_game(self) -> str:
+        return str(self.spiel)
+
+    def spiel_actions(self, episode: Any) -> list[tuple[int, int]]:
+        history = tuple(episode.state["history"])
+        return [(self.positions.at(history[:k]).current_player(), a) for k, a in enumerate(history)]
 
 
 class TabularOpenSpielGame(OpenSpielGame):
@@ -268,10 +305,17 @@ def game_class(member: str) -> type[OpenSpielGame]:
             ),
         ),
     )
+    phrasings = {REWORDED: REWORDED_WORDS}
+    if member in MOVE_FORMATS:
+        phrasings[NO_MENU] = {}
+    if member in DISGUISES:
+        phrasings[OBFUSCATED] = {}
     attributes = {
         "__module__": __name__,
         "name": f"{FAMILY}:{member}",
         "short_name": kind.short_name,
+        "member": member,
+        "phrasings": phrasings,
         "spiel": spiel,
         "roles": tuple(f"player_{i}" for i in range(spiel.num_players())),
         "zero_sum": kind.utility == pyspiel().GameType.Utility.ZERO_SUM,

@@ -54,7 +54,7 @@ def mcts_player(game: Any, state: GameState, role: Role, rng: random.Random) -> 
     )
     action = bot.step(position)
     names = {a: text for text, a in labels(game.position(state), player).items()}
-    return f"[{names[action]}]"
+    return game.answer(names[action])
 
 
 def leduc_rank_player(game: Any, state: GameState, role: Role, rng: random.Random) -> str:
@@ -70,7 +70,7 @@ def leduc_rank_player(game: Any, state: GameState, role: Role, rng: random.Rando
     wanted = ("Fold", "Call", "Raise")[strength]
     if wanted == "Fold" and "Call" in legal and not _facing_raise(position):
         wanted = "Call"  # check rather than fold for nothing
-    return f"[{wanted if wanted in legal else 'Call'}]"
+    return game.answer(wanted if wanted in legal else "Call")
 
 
 def _facing_raise(position: Any) -> bool:
