@@ -132,6 +132,17 @@ def test_modules_are_small_without_formatter_escapes_and_folders_hold_at_most_fi
         )
 
 
+def test_no_function_has_more_than_twelve_paths():
+    """McCabe complexity at most 12 (pyproject.toml), the shipped code and the tests alike."""
+    found = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "C901", "--output-format",
+         "concise", "--no-cache", str(ROOT)],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert "max-complexity = 12" in (ROOT / "pyproject.toml").read_text()
+    assert found.returncode == 0, f"split these by what varies:\n{found.stdout}{found.stderr}"
+
+
 def test_importing_selfplay_does_not_import_torch():
     code = "import sys, selfplay; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -147,47 +147,9 @@ def runs(tmp_path_factory):
 def filled(command: str, runs, tmp_path: Path) -> list[str]:
     """The command's words with every placeholder replaced by a real path."""
     words = shlex.split(command)[1:]
-
-    def source() -> Path:
-        if "--learner" in command:
-            return runs("learners")
-        if "exploitability" in command or "kuhn" in command:
-            return runs("kuhn")
-        if "debate" in command or "--role pro" in command or "deb2" in command:
-            return runs("debate")
-        if "--merge-lora" in command or "runs/lora" in command:
-            return runs("lora")
-        return runs("tictactoe")
-
-    out = []
+    out: list[str] = []
     for word in words:
-        if re.fullmatch(r"runs/(NAME|A|kuhn1|debate|lora|[0-9-]+)|RUN_DIR", word):
-            folder = source()
-            if "--resume" in words:  # a resume changes its folder: give it a copy
-                folder = Path(shutil.copytree(folder, tmp_path / "resumed"))
-            word = str(folder)
-        elif re.fullmatch(r"runs/(B|kuhn2)", word):
-            word = str(runs("tictactoe"))
-        elif word == "runs/deb2":
-            word = str(runs("debate"))
-        elif word in ("exported/", "OUT_DIR", "OUT/"):
-            word = str(tmp_path / "exported")
-        elif word == "NAME" and words[0] == "new":
-            word = f"my-{words[1]}"
-        elif word == "NAME" and out[-1:] == ["--recipe"]:
-            word = "tictactoe"
-        elif word == "traces/" and words[0] == "show":  # what `eval --traces traces/` wrote
-            word = str(tmp_path / "traces")
-            args = ["eval", "--suite", "solver", "--model", "tiny", "--phrasings", "default"]
-            assert main([*args, "--matches", "2", "--seeds", "0", "--traces", word]) == 0
-        elif word in ("steps.jsonl", "ab.html"):
-            word = str(tmp_path / word)
-        elif re.fullmatch(r"path/to/(local/)?hf-model", word):
-            word = str(hf_folder(runs("tictactoe"), tmp_path))
-        elif word == "run.yaml":
-            (tmp_path / "run.yaml").write_text("game: tictactoe\nmatches: 2\n")
-            word = str(tmp_path / "run.yaml")
-        out.append(word)
+        out.append(placeholder(word, words, out[-1:], command, runs, tmp_path))
     if "--suite" in words:  # a suite is cut to size like a run: a later flag wins
         return [*out, "--matches", "2", "--seeds", "0"]
     if trains(command):
@@ -195,6 +157,61 @@ def filled(command: str, runs, tmp_path: Path) -> list[str]:
             return [*out, "--iterations", "2"]
         return [*out, *CUT, "--out", str(tmp_path / "out"), "--name", "run"]
     return out
+
+
+def source(command: str, runs) -> Path:
+    """The run folder a command's ``runs/NAME`` stands for."""
+    if "--learner" in command:
+        return runs("learners")
+    if "exploitability" in command or "kuhn" in command:
+        return runs("kuhn")
+    if "debate" in command or "--role pro" in command or "deb2" in command:
+        return runs("debate")
+    if "--merge-lora" in command or "runs/lora" in command:
+        return runs("lora")
+    return runs("tictactoe")
+
+
+def placeholder(word: str, words: list[str], before: list[str], command: str, runs, tmp_path):
+    """``word`` of the command, a real path or name where it is a placeholder."""
+    if re.fullmatch(r"runs/(NAME|A|kuhn1|debate|lora|[0-9-]+)|RUN_DIR", word):
+        folder = source(command, runs)
+        if "--resume" in words:  # a resume changes its folder: give it a copy
+            folder = Path(shutil.copytree(folder, tmp_path / "resumed"))
+        return str(folder)
+    if re.fullmatch(r"runs/(B|kuhn2)", word):
+        return str(runs("tictactoe"))
+    if re.fullmatch(r"path/to/(local/)?hf-model", word):
+        return str(hf_folder(runs("tictactoe"), tmp_path))
+    if word == "NAME":
+        if words[0] == "new":
+            return f"my-{words[1]}"
+        return "tictactoe" if before == ["--recipe"] else word
+    made = {
+        "runs/deb2": lambda: runs("debate"),
+        "exported/": lambda: tmp_path / "exported",
+        "OUT_DIR": lambda: tmp_path / "exported",
+        "OUT/": lambda: tmp_path / "exported",
+        "steps.jsonl": lambda: tmp_path / word,
+        "ab.html": lambda: tmp_path / word,
+        "run.yaml": lambda: run_yaml(tmp_path),
+    }
+    if word == "traces/" and words[0] == "show":
+        return str(traces(tmp_path))
+    return str(made[word]()) if word in made else word
+
+
+def run_yaml(tmp_path: Path) -> Path:
+    (tmp_path / "run.yaml").write_text("game: tictactoe\nmatches: 2\n")
+    return tmp_path / "run.yaml"
+
+
+def traces(tmp_path: Path) -> Path:
+    """What `selfplay eval --traces traces/` writes, for `selfplay show traces/`."""
+    folder = tmp_path / "traces"
+    args = ["eval", "--suite", "solver", "--model", "tiny", "--phrasings", "default"]
+    assert main([*args, "--matches", "2", "--seeds", "0", "--traces", str(folder)]) == 0
+    return folder
 
 
 def hf_folder(run: Path, tmp_path: Path) -> Path:

@@ -305,33 +305,41 @@ def _request(messages: tuple[Message, ...], role: str | None, seed: int) -> Requ
     return Request(None, None, role or "assistant", messages, random.Random(seed))  # type: ignore[arg-type]
 
 
+def problem(status: int, message: str) -> Any:
+    """An error response in OpenAI's form: ``{"error": {"message", "type", "code"}}``."""
+    from starlette.responses import JSONResponse
+
+    kind = {400: "BadRequestError", 404: "NotFoundError"}.get(status, "InternalServerError")
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status)
+
+
+def endpoint(handler: Callable[..., Any], body: type[BaseModel] | None = None) -> Any:
+    """A route's function: ``handler`` called with the request's JSON read as ``body``; a
+    body that does not validate, or a problem the handler raises, answers in OpenAI's form."""
+
+    async def run(request: Any) -> Any:
+        try:
+            if body is None:
+                return await handler()
+            return await handler(body.model_validate(await request.json()))
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            return problem(400, f"Bad request: {where}: {first['msg']}.")
+        except ValueError as err:  # not JSON, or a prompt the model cannot take
+            return problem(400, f"Bad request: {err}")
+        except HTTPProblem as err:
+            return problem(err.status, err.message)
+
+    return run
+
+
 def create_app(service: ChatService) -> Any:
     """The Starlette application of ``service``'s endpoints."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.routing import Route
-
-    def problem(status: int, message: str) -> JSONResponse:
-        kind = {400: "BadRequestError", 404: "NotFoundError"}.get(status, "InternalServerError")
-        body = {"error": {"message": message, "type": kind, "code": status}}
-        return JSONResponse(body, status_code=status)
-
-    def endpoint(handler: Callable[..., Any], body: type[BaseModel] | None = None) -> Any:
-        async def run(request: Any) -> Any:
-            try:
-                if body is None:
-                    return await handler()
-                return await handler(body.model_validate(await request.json()))
-            except ValidationError as err:
-                first = err.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "body"
-                return problem(400, f"Bad request: {where}: {first['msg']}.")
-            except ValueError as err:  # not JSON, or a prompt the model cannot take
-                return problem(400, f"Bad request: {err}")
-            except HTTPProblem as err:
-                return problem(err.status, err.message)
-
-        return run
 
     async def models() -> Any:
         return JSONResponse({"object": "list", "data": service.models()})
