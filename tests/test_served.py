@@ -33,7 +33,7 @@ from selfplay.core.commands.serve import Server, build_service, stopped_by_signa
 from selfplay.core.league.seating import Seats
 from selfplay.core.models.lora import adapter_state_dict, apply_lora
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.models.served import (
+from selfplay.core.models.served.policy import (
     ServedError,
     ServedPolicy,
     load_adapter,

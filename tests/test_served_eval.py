@@ -19,8 +19,8 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.commands.serve import Server, build_service
 from selfplay.core.commands.suites import HostBench
 from selfplay.core.models.policy_table import policy_table
-from selfplay.core.models.served import ServedPolicy
-from selfplay.core.models.served_table import served_table
+from selfplay.core.models.served.policy import ServedPolicy
+from selfplay.core.models.served.table import served_table
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import create_app
@@ -158,10 +158,10 @@ def test_a_closed_turn_is_the_reply_then_the_end_of_sequence(served):
 
 
 def test_a_server_without_tokenize_leaves_exploitability_out_with_a_note(served, monkeypatch):
-    from selfplay.core.models import served_table as module
+    from selfplay.core.models.served.policy import table as module
 
     def refuse(policy, messages, turn="close"):
-        from selfplay.core.models.served import ServedError
+        from selfplay.core.models.served.policy import ServedError
 
         raise ServedError("http://host/tokenize refused the request (HTTP 404: Not Found).")
 

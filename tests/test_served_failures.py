@@ -15,7 +15,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.commands.serve import Server
-from selfplay.core.models.served import ServedError, ServedPolicy
+from selfplay.core.models.served.policy import ServedError, ServedPolicy
 from selfplay.core.run.build import check_players
 from selfplay.core.run.config_loader import build_config
 from selfplay.games.tictactoe import TicTacToe

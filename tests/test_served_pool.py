@@ -23,7 +23,7 @@ from selfplay.api.types import Message
 from selfplay.core.commands.serve import Server
 from selfplay.core.league.snapshots import SnapshotStore
 from selfplay.core.models.lora import adapter_state_dict, apply_lora, load_adapter_state_dict
-from selfplay.core.models.served import ServedError, ServedPolicy
+from selfplay.core.models.served.policy import ServedError, ServedPolicy
 from selfplay.core.run.build import build_learner, check_players
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train

@@ -152,7 +152,7 @@ def test_a_run_whose_only_worker_dies_says_why_and_resumes(tmp_path, monkeypatch
 def test_a_server_lost_during_a_weight_push_is_named_with_the_reason_in_full():
     from types import SimpleNamespace
 
-    from selfplay.core.models.served import Unreachable
+    from selfplay.core.models.served.policy import Unreachable
     from selfplay.core.serving.weight_sync import WeightSync
 
     advice = "The served model ...: no answer after 4 attempt(s) (last: refused). Check " * 5

@@ -147,12 +147,12 @@ class HostBench:
 
     def table(self, game: Game) -> dict[str, dict[str, float]] | None:
         from selfplay.core.models.policy_table import is_tabular, policy_table
-        from selfplay.core.models.served import ServedError, ServedPolicy, Unreachable
+        from selfplay.core.models.served.policy import ServedError, ServedPolicy, Unreachable
 
         if not is_tabular(game):
             return None
         if isinstance(self.policy, ServedPolicy):  # from the server's log-probabilities
-            from selfplay.core.models.served_table import served_table
+            from selfplay.core.models.served.table import served_table
 
             try:
                 return served_table(self.policy, game, self.temperature)
@@ -263,7 +263,7 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path
             "the model is its served copy (--model openai:URL#MODEL)."
         )
     if served:
-        from selfplay.core.models.served import ServedPolicy
+        from selfplay.core.models.served.policy import ServedPolicy
 
         config = None
         if args.source is not None:

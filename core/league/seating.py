@@ -1,6 +1,6 @@
 """Who sits where: seat-holder names turned into policies, and seatings for a batch of matches.
 
-A served holder (``openai:URL#MODEL``) becomes a `selfplay.core.models.served.ServedPolicy`
+A served holder (``openai:URL#MODEL``) becomes a `selfplay.core.models.served.policy.ServedPolicy`
 with the learner's generation settings, made once like a scripted player."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Seats:
         if is_snapshot(holder) and self.snapshots is not None:
             return self.snapshots(holder)
         if holder not in self._cache and is_served(holder):
-            from selfplay.core.models.served import served_policy
+            from selfplay.core.models.served.policy import served_policy
 
             self._cache[holder] = served_policy(holder, like=self.learner, name=holder)
         if holder not in self._cache:

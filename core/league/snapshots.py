@@ -105,7 +105,7 @@ class SnapshotStore:
         except OSError as err:
             raise SnapshotError(f"Could not write the pool snapshot {target}: {err}") from err
         if self.server is not None:
-            from selfplay.core.models.served import load_adapter
+            from selfplay.core.models.served.policy import load_adapter
 
             served = self._served_policy(name)
             self._unload(served, name)  # a snapshot of an earlier attempt under the same name
@@ -174,7 +174,7 @@ class SnapshotStore:
 
     def _served_policy(self, name: str) -> Policy:
         """Snapshot ``name`` as the server's adapter; it loads itself there if missing."""
-        from selfplay.core.models.served import ServedSpec, served_policy
+        from selfplay.core.models.served.policy import ServedSpec, served_policy
 
         spec = ServedSpec.parse(self.server or "", "pool.server")
         adapter, path = self.adapter_name(name), str(self.adapter_folder(name).resolve())
@@ -183,7 +183,7 @@ class SnapshotStore:
         return served_policy(spec, like=self.learner, name=played)  # type: ignore[arg-type]
 
     def _unload(self, served: Any, name: str) -> None:
-        from selfplay.core.models.served import ServedError, unload_adapter
+        from selfplay.core.models.served.policy import ServedError, unload_adapter
 
         try:
             unload_adapter(served, self.adapter_name(name))

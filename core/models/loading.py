@@ -1,6 +1,6 @@
 """A model by name: a registered one (``tiny``, ``smollm2-135m``), a local model folder, a
 Hugging Face hub id (``Org/Name[@revision]``, through the Hugging Face cache: below), or, for
-every seat but the learner's, a served model (``openai:URL#MODEL``: core/models/served.py).
+every seat but the learner's, a served model (``openai:URL#MODEL``: core/models/served/policy.py).
 
 A name that is neither a registered model nor a local folder, and reads like a hub id, is
 looked up with ``huggingface_hub.snapshot_download``: online, the model's files (config,
@@ -54,7 +54,7 @@ def build_model(config: Any, what: str) -> Policy:
     generation = config.generation.model_dump(exclude={"choice"})
     options: dict[str, Any] = {"seed": config.seed, **generation, **config.model_options}
     if is_served(config.model):
-        from selfplay.core.models.served import ServedPolicy, ServedSpec
+        from selfplay.core.models.served.policy import ServedPolicy, ServedSpec
 
         spec = ServedSpec.parse(config.model, what)
         return ServedPolicy(spec, **{**options, "name": config.model})

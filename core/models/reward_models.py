@@ -10,7 +10,7 @@
   must name it there).
 - anything else: a registered model name, a local model folder, a Hugging Face hub id
   (``Org/Name``, through the Hugging Face cache), loaded once, or a served model
-  (``openai:http://HOST:PORT/v1#MODEL``, core/models/served.py), asked over HTTP.
+  (``openai:http://HOST:PORT/v1#MODEL``, core/models/served/policy.py), asked over HTTP.
 
 A judge writes its own number of tokens (``max_new_tokens``) and shares the learner's
 tokenizer and sampling settings; the learner's and the reference's weights are shared, never

@@ -126,7 +126,7 @@ def check_players(config: RunConfig, game: Game) -> None:
 def check_served_names(config: RunConfig) -> None:
     """Every served model the config names (``openai:URL#MODEL``) is well formed, checked
     before any work; whether its server answers shows at its first turn."""
-    from selfplay.core.models.served import ServedSpec
+    from selfplay.core.models.served.policy import ServedSpec
 
     _, opponent = split_spec(config.opponent)
     named = {"--opponent": [opponent or ""], "pool.scripted": list(config.pool.scripted)}
@@ -143,7 +143,7 @@ def check_served_names(config: RunConfig) -> None:
 def check_pool_server(config: RunConfig) -> None:
     """``pool.server`` names a server only, and the run trains one LoRA adapter."""
     from selfplay.core.league.snapshots import NOT_LORA
-    from selfplay.core.models.served import ServedSpec
+    from selfplay.core.models.served.policy import ServedSpec
 
     server = config.pool.server or ""
     if not config.lora.enabled:

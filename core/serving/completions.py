@@ -16,7 +16,7 @@ This is what a served learner needs of a server, and the fields are vLLM's:
 ``echo: true`` (vLLM's) returns the prompt with its tokens' log-probabilities before any new
 ones (the first prompt token's is null); with ``max_tokens: 0`` the prompt alone. This is how
 a client scores a fixed answer: the prompt and the answer as one prompt, the answer's
-log-probabilities summed (a served model's policy table, core/models/served_table.py; a
+log-probabilities summed (a served model's policy table, core/models/served/table.py; a
 served learner's legal choice, core/serving/legal_choice.py). As vLLM's, ``token_ids`` are the
 new tokens only (none with ``max_tokens: 0``) and ``prompt_token_ids`` the prompt's. A
 chat tokenized with a closed last assistant message (``add_generation_prompt: false``, not

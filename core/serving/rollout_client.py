@@ -30,7 +30,7 @@ from typing import Any
 from selfplay.api.errors import ConfigError
 from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion
-from selfplay.core.models.served import ServedError, ServedPolicy, ServedSpec, Unreachable
+from selfplay.core.models.served.policy import ServedError, ServedPolicy, ServedSpec, Unreachable
 from selfplay.core.serving.legal_choice import choose_served
 
 PROBE = "A probe of the tokenizer: [4] 12 + 7 = 19, ünïcödé, tabs\tand\nnew lines."

@@ -29,7 +29,7 @@ from textwrap import shorten
 from typing import Any
 
 from selfplay.api.errors import ConfigError
-from selfplay.core.models.served import ServedError
+from selfplay.core.models.served.policy import ServedError
 from selfplay.core.serving.rollout_client import RolloutFailure, ServedLearner, Worker
 from selfplay.core.serving.weights import describe
 

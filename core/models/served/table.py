@@ -31,7 +31,7 @@ from typing import Any
 
 from selfplay.api.game import InfoSet, answer_text
 from selfplay.api.types import Message
-from selfplay.core.models.served import ServedError, ServedPolicy, ServedSpec
+from selfplay.core.models.served.policy import ServedError, ServedPolicy, ServedSpec
 
 Table = dict[str, dict[str, float]]
 
