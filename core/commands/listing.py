@@ -53,11 +53,16 @@ def family_rows() -> list[dict[str, Any]]:
             members = sorted(entry.obj.members())
         except PluginError:
             continue
+        blank = dict.fromkeys(("roles", "description", "players", "options"))
         rows += [
-            {"name": f"{entry.name}:{member}", "family": entry.name, "roles": None,
-             "description": None, "players": None, "options": None, "plugin": entry.plugin}
+            {
+                "name": f"{entry.name}:{member}",
+                "family": entry.name,
+                **blank,
+                "plugin": entry.plugin,
+            }
             for member in members
-        ]  # fmt: skip
+        ]
     return rows
 
 
