@@ -149,7 +149,7 @@ def _slowed(monkeypatch, seconds: float, hold: bool = False) -> list[tuple[int, 
         batch.iteration, batch.rollouts, batch.held = job.iteration, self, False
         return play(self, job, told)
 
-    def answered(self, reply, count, echoed=False):
+    def answered(self, reply, count, echoed=None):
         time.sleep(seconds)
         if hold and getattr(batch, "iteration", 1) > 1 and not batch.held:
             sync, played_by = batch.rollouts.sync, batch.rollouts.sync.syncs[0].learner.version

@@ -80,7 +80,8 @@ def test_echo_scores_each_prompt_token_as_the_trainer_does(served):
         status, reply = post(server.url, "completions", {**body, "return_token_ids": True})
         assert status == 200, reply
         for prompt, choice in zip(PROMPTS, reply["choices"], strict=True):
-            assert choice["token_ids"] == prompt
+            # vLLM's fields: token_ids the new tokens (none), prompt_token_ids the prompt's
+            assert choice["token_ids"] == [] and choice["prompt_token_ids"] == prompt
             found = choice["logprobs"]["token_logprobs"]
             assert found[0] is None and len(found) == len(prompt)
             with torch.no_grad():  # the trainer's score of the prompt's tail
@@ -88,11 +89,28 @@ def test_echo_scores_each_prompt_token_as_the_trainer_does(served):
             assert found[2:] == pytest.approx(mine.logp[0].tolist(), abs=1e-5)
 
 
+def test_echo_while_writing_gives_the_prompts_scores_then_the_new_tokens(served):
+    """vLLM's echo with new tokens: the log-probabilities of the prompt (the first null) and
+    then of the new tokens; token_ids are the new tokens only, as vLLM's."""
+    server, _, twin = served
+    body = {"prompt": PROMPTS, "seed": [11, 22, 33], "max_tokens": twin.max_new_tokens}
+    body |= {"echo": True, "logprobs": 0, "return_token_ids": True}
+    status, reply = post(server.url, "completions", body)
+    assert status == 200, reply
+    tokens, logps = twin.generate(PROMPTS, [11, 22, 33])
+    for prompt, new, new_logps, choice in zip(
+        PROMPTS, tokens, logps, reply["choices"], strict=True
+    ):
+        assert choice["token_ids"] == new and choice["prompt_token_ids"] == prompt
+        found = choice["logprobs"]["token_logprobs"]
+        assert found[0] is None and len(found) == len(prompt) + len(new)
+        assert found[len(prompt) :] == pytest.approx(new_logps, abs=1e-5)
+
+
 @pytest.mark.parametrize(
     ("body", "said"),
     [
-        ({"prompt": [1, 2], "echo": True}, "echo=true is supported with max_tokens=0"),
-        ({"prompt": [1, 2], "max_tokens": 0}, "it is for echo=true"),
+        ({"prompt": [1, 2], "max_tokens": 0}, "it needs echo=true"),
         ({"prompt": [1, 2], "stream": True}, "stream=true is not supported"),
         ({"prompt": [1, 2], "stop": ["]"]}, "stop strings are not supported"),
         ({"prompt": [[1], [2]], "seed": [1]}, "one seed per prompt"),
