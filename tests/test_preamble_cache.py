@@ -12,7 +12,7 @@ import torch
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.models.hf_policy import HFPolicy
-from selfplay.core.models.kv_cache import MIN_PREAMBLE
+from selfplay.core.models.kv_cache import MIN_PREAMBLE, PreambleCache, new_round
 from selfplay.core.models.tiny import build_tiny
 from selfplay.games.tictactoe import TicTacToe
 
@@ -92,3 +92,16 @@ def test_the_preamble_narrows_to_what_every_call_shares(lively):
     assert len(narrowed.tokens) < len(first.tokens)
     assert narrowed.tokens == first.tokens[: len(narrowed.tokens)]
     assert kept.preamble.hits == 1
+
+
+def test_a_new_round_forgets_every_kept_preamble(lively):
+    """Each iteration's matches start afresh (core/train/rollouts.py calls `new_round`), so
+    what a resumed run's first matches compute does not depend on what was kept before."""
+    kept, fresh = pair(lively)
+    kept.act(requests(0), greedy=True)
+    new_round()
+    first = kept.act(requests(7), greedy=True)
+    assert kept.preamble.hits == 0 and kept.preamble.misses == 2
+    fresh.preamble = PreambleCache()
+    again = fresh.act(requests(7), greedy=True)  # a policy that kept nothing: the same numbers
+    assert [c.logprobs for c in first] == [c.logprobs for c in again]

@@ -271,3 +271,22 @@ def test_plans_share_only_what_pays():
     shape = shape_of([p for p in long for _ in range(2)], [[7, 2]] * 8)
     assert shape.plan() == ("preamble", "prompts", "rows")
     assert shape.passes() == [(1, 60, 0), (4, 9, 60), (8, 3, 69)]
+
+
+def test_the_shared_backward_gives_the_same_gradients_every_time():
+    """Two threads, rows copying one preamble's cache: the copies' gradients are added in a
+    fixed order, so the same update gives bitwise the same gradients (a run and its resume
+    agree bitwise); indexing's backward added them with atomic adds, in any order."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = tiny()
+        prompts, answers = batch("both", seed=3)
+        prompts, answers = prompts * 8, answers * 8  # copies enough for the threads to share
+        first = scored_and_grads(model, score_shared, prompts, answers)[2]
+        for _ in range(4):
+            again = scored_and_grads(model, score_shared, prompts, answers)[2]
+            for name, grad in first.items():
+                assert torch.equal(again[name], grad), name
+    finally:
+        torch.set_num_threads(threads)

@@ -158,7 +158,7 @@ def test_a_closed_turn_is_the_reply_then_the_end_of_sequence(served):
 
 
 def test_a_server_without_tokenize_leaves_exploitability_out_with_a_note(served, monkeypatch):
-    from selfplay.core.models.served.policy import table as module
+    from selfplay.core.models.served import table as module
 
     def refuse(policy, messages, turn="close"):
         from selfplay.core.models.served.policy import ServedError

@@ -26,8 +26,10 @@ long enough replaces it.
 It is thrown away when the weights change: each entry holds the weights' version (every
 parameter's in-place version counter, which an optimiser step, a loaded snapshot or a synced
 copy moves) and the adapter in use (LoRA's per-role adapters), and a lookup under another
-version misses. Its memory is the keys and values of one row of the preamble: for SmolLM2-135M
-under 3 MB for 68 tokens.
+version misses. It is also thrown away when an iteration's matches begin (`new_round`): a
+kept preamble changes how a call splits its work, and so its numbers at float rounding, and a
+run resumed from a checkpoint must compute what the run that went on did. Its memory is the
+keys and values of one row of the preamble: for SmolLM2-135M under 3 MB for 68 tokens.
 
 Also here, for every caller that runs a model with a cache (generation on left-padded
 prompts; the shared-prefix scoring of core/models/prefix_scoring.py): `left_pad`, and
@@ -39,7 +41,7 @@ from __future__ import annotations
 import inspect
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -169,15 +171,27 @@ MIN_PREAMBLE = 16
 MAX_ENTRIES = 8
 
 
+#: The current round (`new_round`); an entry kept in an earlier one is never read.
+_round = [0]
+
+
+def new_round() -> None:
+    """Every policy's preamble is forgotten: each iteration's matches start from an empty
+    cache, so what they compute never depends on what was cached before (a run resumed from a
+    checkpoint plays bitwise as the run that went on)."""
+    _round[0] += 1
+
+
 @dataclass
 class Entry:
     tokens: tuple[int, ...]
     version: tuple[int, ...]
     layers: list[tuple[torch.Tensor, torch.Tensor]]  # each layer's keys and values, one row
+    round: int = field(default_factory=lambda: _round[0])
 
     def narrowed(self, length: int) -> Entry:
         layers = [(k[:, :, :length], v[:, :, :length]) for k, v in self.layers]
-        return Entry(self.tokens[:length], self.version, layers)
+        return Entry(self.tokens[:length], self.version, layers, self.round)
 
 
 class PreambleCache:
@@ -191,7 +205,8 @@ class PreambleCache:
     def lookup(self, model: Any, prefix: Sequence[int]) -> Entry | None:
         key, entry = _adapter(model), None
         found = self.entries.get(key)
-        if found is not None and found.version == weights_version(model):
+        kept = found is not None and found.round == _round[0]
+        if kept and found.version == weights_version(model):  # type: ignore[union-attr]
             shared = _common(found.tokens, prefix)
             if shared >= MIN_PREAMBLE:
                 entry = found if shared == len(found.tokens) else found.narrowed(shared)

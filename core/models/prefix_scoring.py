@@ -13,9 +13,10 @@ shared parts once and every row's own tokens after them, in up to three passes:
 3. ``rows``: each row's own tokens (its prompt's last token, or what follows the preamble,
    then its answer), read as `score` reads a row, the logits at the answer positions only.
 
-Each pass runs with the key-value cache on; before the next, the cache's tensors are indexed
-along the batch (`DynamicCache.batch_select_indices`), one copy per node of the next pass.
-Indexing keeps autograd: the gradient of every copy flows back into the one pass that made
+Each pass runs with the key-value cache on; before the next, the cache's tensors are selected
+along the batch (`index_select`, whose backward adds in a fixed order), one copy per node of the
+next pass.
+Selecting keeps autograd: the gradient of every copy flows back into the one pass that made
 it, so the shared part's backward runs once too. Segments are right-padded, so the cache has
 gaps where a shorter segment ended; the attention mask covers them, and position ids count
 each row's real tokens, so the values are those of `score` up to float rounding, gradients
@@ -250,9 +251,17 @@ def _segments(
 def _expand(
     cache: DynamicCache, seen: torch.Tensor, lengths: torch.Tensor, parents: Sequence[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The cache, its mask and lengths, one copy per node of the next pass (autograd kept)."""
+    """The cache, its mask and lengths, one copy per node of the next pass (autograd kept).
+
+    `index_select`, not indexing (`DynamicCache.batch_select_indices`): the backward of an
+    index with repeats adds the copies' gradients with atomic adds on a CPU of several threads,
+    in whatever order they land, so two runs of the same update differed at float rounding;
+    `index_select`'s backward (`index_add`) adds them in index order."""
     index = torch.tensor(parents, device=seen.device)
-    cache.batch_select_indices(index)
+    for layer in cache.layers:
+        if layer.get_seq_length() > 0:
+            layer.keys = layer.keys.index_select(0, index)
+            layer.values = layer.values.index_select(0, index)
     return seen[index], lengths[index]
 
 

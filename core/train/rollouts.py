@@ -45,6 +45,7 @@ from selfplay.api.estimator import Sample
 from selfplay.api.sampler import LEARNER, is_learner
 from selfplay.api.types import Episode
 from selfplay.core.league.seating import seat_matches
+from selfplay.core.models.kv_cache import new_round
 from selfplay.core.processes import Processes
 from selfplay.core.rollout import VoidMatch, play, voided
 from selfplay.core.train.branching import play_branches
@@ -158,6 +159,7 @@ class Rollouts:
 
     def _play(self, job: _Job, told: Any = None) -> Batch:
         s, config, processes = self.state, self.state.config, self.processes
+        new_round()  # no preamble kept from before: a resumed run plays as the one that went on
         share = slice(processes.rank, None, processes.world_size)
         void: list[VoidMatch] = []
         played = play(s.game, job.seatings[share], job.seeds[share], errors=void, progress=told)
