@@ -80,12 +80,22 @@ def resident_bytes() -> int:
         return int(handle.read().split()[1]) * 4096
 
 
+M_TRIM_THRESHOLD = -1  # mallopt's parameter number (malloc.h)
+
+
 @pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
 def test_a_real_heap_that_freed_more_than_it_may_keep_shrinks():
     glibc = memory._glibc()
-    blocks = [torch.ones(16_000) for _ in range(6_000)]  # 64 KB each, from the heap: 384 MB
-    before = resident_bytes()
-    del blocks
-    assert memory._free_heap_bytes(glibc) > memory.KEEP_FREE_BYTES
-    heap(glibc).release()
-    assert resident_bytes() < before - 200 * 2**20
+    # whatever earlier tests left in this process's allocator: blocks come from the heap, and
+    # free() itself gives nothing back, so the free heap is what the test frees
+    glibc.mallopt(memory.M_MMAP_THRESHOLD, memory.LARGEST_MMAP_THRESHOLD)
+    glibc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    try:
+        blocks = [torch.ones(16_000) for _ in range(6_000)]  # 64 KB each, from the heap: 384 MB
+        before = resident_bytes()
+        del blocks
+        assert memory._free_heap_bytes(glibc) > memory.KEEP_FREE_BYTES
+        heap(glibc).release()
+        assert resident_bytes() < before - 200 * 2**20
+    finally:
+        glibc.mallopt(M_TRIM_THRESHOLD, 128 << 10)  # glibc's default
