@@ -5,8 +5,6 @@ match; its Kuhn table is read from the server's log-probabilities (``echo``)."""
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from types import SimpleNamespace
 
 import pytest
@@ -24,6 +22,7 @@ from selfplay.core.models.served.table import served_table
 from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import create_app
+from tests.test_served_rollouts import post  # the JSON request and its status
 
 NAME = "served-eval"
 
@@ -41,19 +40,6 @@ def served(tmp_path_factory):
     yield SimpleNamespace(folder=folder, url=server.url, service=service)
     server.stop()
     service.batcher.close()
-
-
-def post(url: str, route: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        f"{url}/{route}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def spec(served) -> str:
