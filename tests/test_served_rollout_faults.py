@@ -86,28 +86,31 @@ def test_a_weight_push_that_keeps_failing_stops_the_run_naming_the_server(
     assert running.url in said and "did not take the weights" in said
 
 
-def test_a_worker_that_dies_mid_run_hands_its_matches_to_the_others(tmp_path, monkeypatch):
-    """Two local workers; one is killed after the first iteration: the run goes on, says so
-    and counts it."""
+def kill_worker_after_the_first_iteration(monkeypatch, worker: int) -> None:
+    """Local worker ``worker`` is killed once the first iteration has trained."""
+    from selfplay.core.train import rollouts
+
     started: list[local_workers.LocalWorkers] = []
-    start = local_workers.LocalWorkers.start
+    start, trained = local_workers.LocalWorkers.start, rollouts.Rollouts.trained
 
     def remember(self):
         started.append(self)
         return start(self)
 
-    monkeypatch.setattr(local_workers.LocalWorkers, "start", remember)
-    from selfplay.core.train import rollouts
-
-    trained = rollouts.Rollouts.trained
-
     def kill_after_the_first(self, iteration):
         trained(self, iteration)
         if iteration == 1:
-            started[0].processes[1].kill()
-            started[0].processes[1].wait()
+            started[0].processes[worker].kill()
+            started[0].processes[worker].wait()
 
+    monkeypatch.setattr(local_workers.LocalWorkers, "start", remember)
     monkeypatch.setattr(rollouts.Rollouts, "trained", kill_after_the_first)
+
+
+def test_a_worker_that_dies_mid_run_hands_its_matches_to_the_others(tmp_path, monkeypatch):
+    """Two local workers; one is killed after the first iteration: the run goes on, says so
+    and counts it."""
+    kill_worker_after_the_first_iteration(monkeypatch, 1)
     args = ["--iterations", "3", "--rollout-workers", "2"]
     assert selfplay(tmp_path, "dies", *args, "--set", "rollout.worker_threads=1") == 0
     rows = (tmp_path / "dies" / "metrics.csv").read_text().splitlines()
@@ -119,25 +122,7 @@ def test_a_worker_that_dies_mid_run_hands_its_matches_to_the_others(tmp_path, mo
 def test_a_run_whose_only_worker_dies_says_why_and_resumes(tmp_path, monkeypatch, capsys):
     """Its one local worker killed after the first iteration: exit 5, a warning that says why
     in full, and the way on that works (`--resume` starts the workers anew)."""
-    started: list[local_workers.LocalWorkers] = []
-    start = local_workers.LocalWorkers.start
-
-    def remember(self):
-        started.append(self)
-        return start(self)
-
-    monkeypatch.setattr(local_workers.LocalWorkers, "start", remember)
-    from selfplay.core.train import rollouts
-
-    trained = rollouts.Rollouts.trained
-
-    def kill_after_the_first(self, iteration):
-        trained(self, iteration)
-        if iteration == 1:
-            started[0].processes[0].kill()
-            started[0].processes[0].wait()
-
-    monkeypatch.setattr(rollouts.Rollouts, "trained", kill_after_the_first)
+    kill_worker_after_the_first_iteration(monkeypatch, 0)
     args = ["--iterations", "2", "--rollout-workers", "1", "--set", "checkpoint_every=1"]
     assert selfplay(tmp_path, "lost", *args, "--set", "rollout.worker_threads=1") == 5
     said = " ".join(capsys.readouterr().err.split())
