@@ -8,7 +8,7 @@ readable by a person and replayable from its seed.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 Role = str
@@ -141,7 +141,13 @@ class Episode:
         return data
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        """``json.dumps(self.to_dict())``, without copying what the dump only reads.
+
+        Every match a run plays is written, so the copy was most of an iteration's writing.
+        """
+        data = {name: getattr(self, name) for name in _EPISODE_FIELDS}
+        data["turns"] = [t.to_dict() for t in self.turns]
+        return json.dumps(data, ensure_ascii=False, default=_plain)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
@@ -152,3 +158,13 @@ class Episode:
     @classmethod
     def from_json(cls, line: str) -> Episode:
         return cls.from_dict(json.loads(line))
+
+
+_EPISODE_FIELDS = tuple(f.name for f in fields(Episode))
+
+
+def _plain(value: Any) -> Any:
+    """What ``asdict`` makes of a dataclass held in an episode's dicts (json's fallback)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -80,23 +80,23 @@ def profile_one_update(calls: list[int]) -> None:
 
 def time_the_iteration() -> None:
     """``--all``: the matches, the iteration's bookkeeping and the run's work after it."""
-    from selfplay.core import reward_pipeline, rollout
-    from selfplay.core.models import hf_policy
-    from selfplay.core.run import trainer
-    from selfplay.core.train import rollouts, state
+    from selfplay.core import memory, reward_pipeline, rollout
+    from selfplay.core.models import hf_policy, sampling
+    from selfplay.core.run.duties import records
+    from selfplay.core.train import rollouts
 
     timed(rollouts.Rollouts, "take", "matches (rollout_seconds)")
     timed(hf_policy.HFPolicy, "encode", "chat template + tokenize")
     timed(hf_policy.HFPolicy, "generate", "decode loop")
     timed(hf_policy.HFPolicy, "_prefill", "prefill")
-    timed(hf_policy._RowNoise, "gumbel", "sampling noise")
+    timed(sampling.RowNoise, "gumbel", "sampling noise")
     timed(rollout, "_start", "game: reset, match rng")
     timed(rollout, "_advance", "game: judge, turn")
     timed(rollout, "_finish", "game: episode")
     timed(reward_pipeline.RewardPipeline, "__call__", "rewards")
     timed(loop.Iteration, "_train", "the learner's update")
-    timed(state.Processes, "release", "malloc_trim checks")
-    timed(trainer.Trainer, "_log", "trackers")
+    timed(memory.Heap, "release", "malloc_trim checks")
+    timed(records.MetricsLog, "on_iteration_end", "trackers")
 
 
 def time_the_raw_loop() -> None:

@@ -136,6 +136,19 @@ def test_chat_template_is_used_when_the_tokenizer_has_one():
     )
 
 
+def test_requests_with_the_same_messages_are_rendered_once(lively, monkeypatch):
+    policy = make_policy(lively, max_prompt_tokens=12)
+    requests = varied_requests() + varied_requests(seed=7) + [request("Board 012|345|678.")]
+    alone = [policy.encode([req])[0] for req in requests]
+    rendered = []
+    render = policy.render
+    monkeypatch.setattr(policy, "render", lambda messages: rendered.append(1) or render(messages))
+    together = policy.encode(requests)
+    assert together == alone and len(rendered) == 5  # four distinct prompts and one more
+    assert len({id(row) for row in together}) == len(requests)  # each request its own list
+    assert all(len(row) == 12 for row in together)  # each cut to its tail
+
+
 def test_sampling_is_reproducible_and_independent_of_batch_mates(lively):
     policy = make_policy(lively)
     batch = policy.act(varied_requests(seed=10))

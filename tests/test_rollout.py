@@ -149,4 +149,9 @@ def test_episode_to_dict_is_what_asdict_gives():
     assert got == expected and list(got) == list(expected)
     assert got["record"]["message"] == {"role": "user", "content": "hi"}
     assert got["state"]["board"][1] is not episode.state["board"][1]  # a copy, not a view
-    assert json.loads(episode.to_json()) == json.loads(json.dumps(expected))
+    # to_json dumps without the copy: the same line, byte for byte
+    assert episode.to_json() == json.dumps(expected, ensure_ascii=False)
+    unicode = dataclasses.replace(episode, extra={"answer": "½ → π", "nested": [point(0, "é")]})
+    assert unicode.to_json() == json.dumps(unicode.to_dict(), ensure_ascii=False)
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        dataclasses.replace(episode, extra={"bad": {1}}).to_json()

@@ -175,11 +175,18 @@ class HFPolicy(Policy):
         return text + prefill
 
     def encode(self, requests: Sequence[Request]) -> list[list[int]]:
-        """Prompt token ids per request, left-truncated to ``max_prompt_tokens``."""
-        texts = [self.render(req.messages) for req in requests]
+        """Prompt token ids per request, left-truncated to ``max_prompt_tokens``.
+
+        Requests with the same messages (a GRPO group, the first turn of every match) are
+        rendered and tokenized once.
+        """
+        distinct: dict[tuple[Message, ...], int] = {}
+        which = [distinct.setdefault(tuple(req.messages), len(distinct)) for req in requests]
+        texts = [self.render(messages) for messages in distinct]
         special = not self.tokenizer.chat_template
         ids = self.tokenizer(texts, add_special_tokens=special, return_attention_mask=False)
-        return [row[-self.max_prompt_tokens :] for row in ids["input_ids"]]
+        rows = ids["input_ids"]
+        return [rows[i][-self.max_prompt_tokens :] for i in which]
 
     # ---- acting --------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -100,9 +100,6 @@ class Shape:
         self.longest_answer = max(self.longest_answer, len(answer))
         self.counts[prompt] = self.counts.get(prompt, 0) + 1
 
-    def copy(self) -> Shape:
-        return replace(self, counts=dict(self.counts))
-
     @property
     def cut(self) -> int:
         """The preamble's length: every prompt keeps at least two tokens after it (one for
@@ -117,9 +114,9 @@ class Shape:
         best = min(usable, key=self._cost)  # the first of equals: fewer passes
         return best if self._cost(best) <= SHARE_AT_MOST * self._cost(PLANS[0]) else PLANS[0]
 
-    def passes(self) -> list[Pass]:
-        """(nodes, padded width, cached positions) of each pass of `plan`."""
-        return self._passes(self.plan())
+    def passes(self, plan: tuple[str, ...] | None = None) -> list[Pass]:
+        """(nodes, padded width, cached positions) of each pass of ``plan`` (`plan()`'s)."""
+        return self._passes(self.plan() if plan is None else plan)
 
     def _cost(self, plan: tuple[str, ...]) -> int:
         passes = self._passes(plan)

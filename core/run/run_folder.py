@@ -95,9 +95,9 @@ class RunFolder:
             self._append_metrics(row)
 
     def _append_metrics(self, row: dict[str, Any]) -> None:
-        rows = self.read_metrics() if self.metrics.exists() else []
-        header = list(rows[0]) if rows else []
+        header = self._columns()
         if any(key not in header for key in row):  # a new column (e.g. the first eval)
+            rows = self.read_metrics() if header else []
             rows.append({k: str(v) for k, v in row.items()})
             self._rewrite(rows)
             return
@@ -106,6 +106,15 @@ class RunFolder:
             if not header:
                 writer.writeheader()
             writer.writerow(row)
+
+    def _columns(self) -> list[str]:
+        """metrics.csv's columns as its first row reads them; [] while it has no row. Only
+        the first two lines are read: a long run appends a row an iteration."""
+        if not self.metrics.exists():
+            return []
+        with self.metrics.open(newline="") as f:
+            first = next(csv.DictReader(f), None)
+        return list(first) if first is not None else []
 
     def read_metrics(self) -> list[dict[str, str]]:
         with self.metrics.open(newline="") as f:

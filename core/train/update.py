@@ -372,9 +372,10 @@ def pack_by_tokens(items: list[Any], budget: TokenBudget, shared: bool = False) 
     shape, largest = Shape(share=shared), 0.0
     for item in items:
         alone = budget.cost(_with(Shape(share=False), item).passes())
-        trial = _with(shape.copy(), item)
-        room = budget.limit if trial.plan() == PLANS[0] else max(budget.limit, largest, alone)
-        if current and budget.cost(trial.passes()) > room:
+        trial = _with(shape, item)  # no copy: a shape that overflows is started afresh
+        plan = trial.plan()
+        room = budget.limit if plan == PLANS[0] else max(budget.limit, largest, alone)
+        if current and budget.cost(trial.passes(plan)) > room:
             batches.append(current)
             current, trial, largest = [], _with(Shape(share=shared), item), 0.0
         current.append(item)
