@@ -19,8 +19,9 @@ from selfplay.core.config import LoraConfig
 from selfplay.core.models import prefix_scoring
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.models.tiny import build_tiny
+from selfplay.core.train.micro_batches import TokenBudget, pack_by_tokens
 from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import TokenBudget, Updater, pack_by_tokens
+from selfplay.core.train.update import Updater
 
 ANSWERS = {"[a]": (50, 2), "[bb]": (51, 52, 2), "[c]": (53, 2), "[dd]": (54, 55, 56, 2)}
 
@@ -62,7 +63,7 @@ def gpt2():
 
 
 def run_update(objective, data, share, *, make=None, epochs=1, minibatches=1, tokens=None,
-               lora_roles=()):  # fmt: skip
+               lora_roles=(), lora=False):  # fmt: skip
     """(each optimiser step's gradients by name, the update's metrics). Plain SGD: Adam's
     first step is about lr * sign(gradient), which turns rounding in a near-zero gradient
     into a difference of a whole step, so its later steps could not be compared."""
@@ -72,7 +73,7 @@ def run_update(objective, data, share, *, make=None, epochs=1, minibatches=1, to
         torch.manual_seed(3)
         model = apply_lora(model, LoraConfig(enabled=True, rank=4, per_role=True), lora_roles)
         role_context = lambda role: use_adapter(model, role)  # noqa: E731
-    reference = Reference(model, model, lora=bool(lora_roles), needed=True)
+    reference = Reference(model, model, lora=bool(lora_roles) or lora, needed=True)
     with torch.no_grad():  # a policy away from its reference (LoRA's B away from zero)
         for p in model.parameters():
             if p.requires_grad:

@@ -19,8 +19,9 @@ from selfplay.core.algorithms.sft import SFT
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.run.config_loader import build_config
+from selfplay.core.train.micro_batches import TokenBudget, pack_by_tokens
 from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import TokenBudget, Updater, pack_by_tokens
+from selfplay.core.train.update import Updater
 
 
 def samples(n: int, seed: int = 0) -> list[Sample]:

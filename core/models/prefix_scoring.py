@@ -76,6 +76,7 @@ class Shape:
     `plan` chooses the passes, `passes` sizes them (for the update's token budget)."""
 
     share: bool = True  # False: always the row pass (a model that cannot share)
+    held: int = 0  # a preamble already in a cache, read by every pass (prompts come without it)
     rows: int = 0
     longest: int = 0  # prompt + answer
     longest_prompt: int = 0
@@ -123,6 +124,11 @@ class Shape:
         return sum(nodes * width for nodes, width, _ in passes) + PASS_TOKENS * len(passes)
 
     def _passes(self, plan: tuple[str, ...]) -> list[Pass]:
+        if self.held:
+            return [(n, w, c + self.held) for n, w, c in self._unheld(plan)]
+        return self._unheld(plan)
+
+    def _unheld(self, plan: tuple[str, ...]) -> list[Pass]:
         if plan == PLANS[0]:
             return [(self.rows, self.longest, 0)]
         cut = self.cut if "preamble" in plan else 0
@@ -134,9 +140,12 @@ class Shape:
 
 
 def shape_of(
-    prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]], share: bool = True
+    prompts: Sequence[Sequence[int]],
+    answers: Sequence[Sequence[int]],
+    share: bool = True,
+    held: int = 0,
 ) -> Shape:
-    shape = Shape(share=share)
+    shape = Shape(share=share, held=held)
     for prompt, answer in zip(prompts, answers, strict=True):
         shape.add(prompt, answer)
     return shape
@@ -161,8 +170,15 @@ def score_shared(
     pad_id: int,
     temperature: float = 1.0,
     with_entropy: bool = True,
+    preamble: Any = None,
 ) -> Scored:
-    """`score`'s values, reading what the rows share once (see the module doc)."""
+    """`score`'s values, reading what the rows share once (see the module doc).
+
+    ``preamble``: a prefix of every prompt already run, its cache held (`HeldPreamble`,
+    core/train/held_preamble.py); each row reads it from there and only what follows runs.
+    """
+    if preamble is not None:
+        return _after(model, prompts, answers, pad_id, temperature, with_entropy, preamble)
     shape = shape_of(prompts, answers, all(answers) and can_share(model))
     plan = shape.plan()
     if plan == PLANS[0]:
@@ -174,6 +190,37 @@ def score_shared(
         )
     except _NoCache:
         return score(model, prompts, answers, pad_id, temperature, with_entropy)
+
+
+def _after(model, prompts, answers, pad_id, temperature, with_entropy, preamble) -> Scored:
+    """`score_shared` of rows whose prompts open with ``preamble.tokens``, read from its cache."""
+    held = len(preamble.tokens)
+    if any(tuple(p[:held]) != preamble.tokens or len(p) < held + 2 for p in prompts):
+        raise ValueError("every prompt scored after a held preamble opens with it, and goes on")
+    rests = [p[held:] for p in prompts]
+    shape = shape_of(rests, answers, True, held)
+    segments, parents, rests = _segments(rests, shape.plan(), shape.cut)
+    return _score_passes(
+        model, segments, parents, rests, answers, pad_id, temperature, with_entropy, preamble
+    )
+
+
+def fill_cache(model: torch.nn.Module, tokens: Sequence[int]) -> DynamicCache | None:
+    """The key-value cache of ``tokens`` run as one row, as `score_shared`'s preamble pass runs
+    it (with gradients where they are on); None where `score_shared` cannot read a cache."""
+    base = _unwrapped(model)
+    if base is None or not can_share(model):
+        return None
+    device = next(model.parameters()).device
+    cache = DynamicCache(config=base.config)
+    ids, seen = _right_pad([tokens], 0, device)
+    positions = torch.arange(len(tokens), device=device)[None, :]
+    inputs = {"position_ids": positions, "use_cache": True, cache_kwarg(base): cache}
+    with answer_positions(
+        model, torch.zeros(1, 1, dtype=torch.long, device=device), positions[:, :0]
+    ):
+        model(input_ids=ids, attention_mask=seen, **inputs)
+    return cache if _filled(cache, len(tokens)) else None
 
 
 class _NoCache(Exception):
@@ -195,20 +242,25 @@ def _score_passes(
     pad_id: int,
     temperature: float,
     with_entropy: bool,
+    start: Any = None,
 ) -> Scored:
     base = _unwrapped(model)
     assert base is not None  # can_share said so
     device = next(model.parameters()).device
     kwarg = cache_kwarg(base)
-    cache = DynamicCache(config=base.config)
+    cache = DynamicCache(config=base.config) if start is None else start.cache(base.config)
     seen = lengths = None  # the cache's attention mask and real length, per node
+    if start is not None:  # one node: the held preamble
+        seen = torch.ones(1, len(start.tokens), dtype=torch.long, device=device)
+        lengths = seen.sum(-1)
     for level in segments:
         ids, mask = _right_pad(level.tokens, pad_id, device)
-        if level.parents is None:
+        if level.parents is None and start is None:
             seen = mask.new_zeros(len(ids), 0)
             lengths = mask.new_zeros(len(ids))
         else:
-            seen, lengths = _expand(cache, seen, lengths, level.parents)
+            up = level.parents if level.parents is not None else [0] * len(ids)
+            seen, lengths = _expand(cache, seen, lengths, up)
         seen = torch.cat([seen, mask], dim=1)
         positions = lengths[:, None] + torch.arange(ids.shape[1], device=device)
         nodes = torch.arange(len(ids), device=device)[:, None]

@@ -37,9 +37,17 @@ import torch
 
 from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
-from selfplay.core.models.prefix_scoring import PLANS, Pass, Shape, can_share, score_shared
+from selfplay.core.models.prefix_scoring import can_share, score_shared
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
+from selfplay.core.train.micro_batches import (
+    HeldPreamble,
+    StepPreambles,
+    TokenBudget,
+    by_preamble,
+    hold,
+    pack_by_tokens,
+)
 from selfplay.core.train.reference import Reference
 
 
@@ -160,8 +168,13 @@ class Updater:
         weight = self.objective.weight
         total = weight(batch)
         scale = self._process_scale(total)
-        groups = self._role_groups(batch)
-        passes = [(role, micro) for role, group in groups for micro in self._micro_batches(group)]
+        planned = [
+            (role, micro, held)
+            for role, group in self._role_groups(batch)
+            for micro, held in self._micro_batches(group)
+        ]
+        passes = [(role, micro) for role, micro, _ in planned]
+        preambles = StepPreambles(self, passes, [held for _, _, held in planned])
         parts: list[tuple[Loss, float]] = []
         if self.release is not None and len(passes) > 1:
             # from the first pass on: the first one's blocks freed to glibc's heap, not handed
@@ -170,12 +183,14 @@ class Updater:
         for k, (role, micro) in enumerate(passes):
             context = self.role_context(role) if self.role_context else nullcontext()
             with context, self._sync(last=k == len(passes) - 1):  # around forward and backward
-                result = self._loss(micro)
+                result = self._loss(micro, preambles, k)
                 share = weight(micro) / total if total else 1.0 / len(passes)
                 if not math.isfinite(result.loss.item()):
+                    preambles.drop()
                     self._nonfinite(stats)
                     return
                 self.backward(result.loss * (share * scale))
+                preambles.after(k)
             parts.append((result, share))
             if self.release is not None and k < len(passes) - 1:
                 self.release()
@@ -191,17 +206,40 @@ class Updater:
         everyone = float(self.reduce(torch.tensor([total], dtype=torch.float64))[0])
         return self.processes * total / everyone if everyone else 1.0
 
-    def _micro_batches(self, group: list[Any]) -> list[list[Any]]:
+    def _micro_batches(self, group: list[Any]) -> list[tuple[list[Any], int]]:
+        """``group``'s micro-batches, each with the preamble held for it (micro_batches.py):
+        where a part of the group shares one and needs two micro-batches or more."""
+        parts = [(p, n) for p, n in by_preamble(group)] if self._holds() else []
+        held = [(self._packed(p, n), n) for p, n in parts if n]
+        if not any(len(micro) > 1 for micro, _ in held):
+            return [(micro, 0) for micro in self._packed(group, 0)]
+        out = []
+        for part, length in parts:
+            micro = self._packed(part, length) if length else []
+            if len(micro) < 2:
+                micro, length = self._packed(part, 0), 0
+            out += [(m, length) for m in micro]
+        return out
+
+    def _packed(self, group: list[Any], held: int) -> list[list[Any]]:
         if self.micro_batch_size or not self.micro_batch_tokens:
             size = self.micro_batch_size or len(group)
             return [group[k : k + size] for k in range(0, len(group), size)]
-        return pack_by_tokens(group, self.micro_batch_tokens, self._shares())
+        return pack_by_tokens(group, self.micro_batch_tokens, self._shares(), held)
+
+    def _holds(self) -> bool:
+        """Whether a step may hold a preamble: in one process, where rows share prefixes."""
+        return self.processes == 1 and self.no_sync is None and self._shares()
 
     def _shares(self) -> bool:
         """Whether rows are scored with shared prefixes read once (the model can be)."""
         return self.share_prefixes and can_share(self.model)
 
-    def _score(self, model: torch.nn.Module, prompts, answers, entropy: bool) -> Scored:
+    def _score(self, model, prompts, answers, entropy: bool, preamble=None) -> Scored:
+        if preamble is not None:
+            return score_shared(
+                model, prompts, answers, self.pad_id, self.temperature, entropy, preamble
+            )
         scorer = score_shared if self.share_prefixes else score
         return scorer(model, prompts, answers, self.pad_id, self.temperature, entropy)
 
@@ -215,24 +253,46 @@ class Updater:
         roles = sorted({item.samples[0].role for item in batch})
         return [(r, [item for item in batch if item.samples[0].role == r]) for r in roles]
 
-    def _loss(self, items: list[Any]) -> Loss:
+    def _loss(self, items: list[Any], preambles: StepPreambles, k: int) -> Loss:
         rows = [sample for item in items for sample in item.samples]
         prompts = [s.prompt_ids for s in rows]
         answers = [s.token_ids for s in rows]
         # the reference first: under LoRA it swaps adapter weights in and out
-        reference = self._reference_scores(prompts, answers)
+        held = preambles.before(k)
+        if held is None:
+            reference = self._reference_scores(prompts, answers)
+        else:  # scored for every pass of the role before its preamble was made
+            reference = preambles.reference(k)
         entropy = self.objective.wants_entropy()
-        current = self._score(self.model, prompts, answers, entropy)
+        current = self._score(self.model, prompts, answers, entropy, held)
         if self.mismatch is not None and not self.mismatch:  # before this update's first step
             self.mismatch.update(mismatch(rows, current))
         with blame(f"Objective {self.objective.name!r}, computing the loss of {len(items)} items,"):
             return self.objective.loss(items, current, reference)
 
     def _reference_scores(self, prompts, answers) -> Scored | None:
-        if not (self.objective.wants_reference() and self.reference and self.reference.exists):
+        if not self._references():
             return None
         with self.reference.scoring() as model:
             return self._score(model, prompts, answers, False)
+
+    def references_after(self, tokens, passes: dict[int, list[Any]]) -> dict[int, Scored | None]:
+        """The reference's scores of each micro-batch of ``passes``, the preamble ``tokens``
+        run once for all of them (`StepPreambles`)."""
+        if not self._references():
+            return {}
+        out: dict[int, Scored | None] = {}
+        with self.reference.scoring() as model:
+            preamble: HeldPreamble | None = hold(model, tokens, trained=False)
+            for k, items in passes.items():
+                rows = [sample for item in items for sample in item.samples]
+                prompts, answers = [s.prompt_ids for s in rows], [s.token_ids for s in rows]
+                out[k] = self._score(model, prompts, answers, False, preamble)
+        return out
+
+    def _references(self) -> bool:
+        wanted = self.objective.wants_reference()
+        return bool(wanted and self.reference and self.reference.exists)
 
     def _nonfinite(self, stats: UpdateStats) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -302,90 +362,3 @@ def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
         "rollout/mismatch_kl": float(every.mean()),
         "rollout/mismatch_max": float(every.abs().max()),
     }
-
-
-# What a micro-batch's activations, kept for the backward pass, cost (fp32, dropout off): about
-# this many bytes per padded token per unit of width per layer, and, for the attention weights,
-# this many per pair of positions per head per layer. Measured with benchmarks/memory.py: 92
-# bytes per unit for SmolLM2-135M under LoRA (220 MB a 138-token row), and for a 2-layer GPT-2
-# of width 64 with 577-token rows 31 KB a token, which the two terms give (RESULTS.md, "Memory
-# bounded by default"). A row reading a shared prefix from the cache keeps its copy of the
-# cache's keys and values for the backward pass: this many bytes per cached position per unit
-# of width per layer (float32 keys and values, repeated to every head as attention reads
-# them), a twelfth of a token's cost. The automatic budget keeps a micro-batch near AUTO_BYTES.
-BYTES_PER_TOKEN_UNIT = 96
-BYTES_PER_PAIR = 8
-BYTES_PER_CACHED_UNIT = 8
-AUTO_BYTES = 320 << 20
-
-
-@dataclass(frozen=True)
-class TokenBudget:
-    """How large a micro-batch may grow: ``tokens`` padded tokens, or (``auto``) the bytes
-    its activations cost for a model of this width, depth and head count."""
-
-    tokens: int | None = None
-    width: int = 0
-    depth: int = 0
-    heads: int = 0
-
-    @classmethod
-    def auto(cls, model: Any) -> TokenBudget:
-        config = getattr(model, "config", None)
-        width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 768)
-        depth = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 12)
-        heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 12)
-        return cls(None, int(width), int(depth), int(heads))
-
-    @property
-    def limit(self) -> float:
-        return float(AUTO_BYTES if self.tokens is None else self.tokens)
-
-    def fits(self, rows: int, longest: int) -> bool:
-        """Whether ``rows`` rows of ``longest`` padded tokens, a row each, fit."""
-        return self.cost([(rows, longest, 0)]) <= self.limit
-
-    def cost(self, passes: Sequence[Pass]) -> float:
-        """What forward passes of (rows, padded tokens, cached positions each row reads)
-        hold: padded tokens, a cached position at the share of a token it costs; or bytes."""
-        if self.tokens is not None:
-            share = BYTES_PER_CACHED_UNIT / BYTES_PER_TOKEN_UNIT
-            return sum(n * (w + share * c) for n, w, c in passes)
-        total = 0
-        for rows, width, cached in passes:
-            linear = rows * width * BYTES_PER_TOKEN_UNIT + rows * cached * BYTES_PER_CACHED_UNIT
-            pairs = rows * width * (cached + width) * self.heads * BYTES_PER_PAIR
-            total += (linear * self.width + pairs) * self.depth
-        return float(total)
-
-
-def pack_by_tokens(items: list[Any], budget: TokenBudget, shared: bool = False) -> list[list[Any]]:
-    """``items`` in order, in micro-batches that fit ``budget``: every row of a micro-batch
-    (each item's samples: prompt and answer) padded to its longest, or with ``shared`` the
-    passes `score_shared` will run (a shared prompt once, each row after it). An item never
-    splits (its rows are one DPO pair or one legal move's menu); one over the budget alone is
-    a micro-batch of its own. Shared passes may also grow to what the largest of their items
-    costs alone as a row per sample (what its micro-batch held before prompts were read
-    once), so a menu over the budget shares its preamble with the next ones."""
-    batches: list[list[Any]] = []
-    current: list[Any] = []
-    shape, largest = Shape(share=shared), 0.0
-    for item in items:
-        alone = budget.cost(_with(Shape(share=False), item).passes())
-        trial = _with(shape, item)  # no copy: a shape that overflows is started afresh
-        plan = trial.plan()
-        room = budget.limit if plan == PLANS[0] else max(budget.limit, largest, alone)
-        if current and budget.cost(trial.passes(plan)) > room:
-            batches.append(current)
-            current, trial, largest = [], _with(Shape(share=shared), item), 0.0
-        current.append(item)
-        shape, largest = trial, max(largest, alone)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def _with(shape: Shape, item: Any) -> Shape:
-    for sample in item.samples:
-        shape.add(sample.prompt_ids, sample.token_ids)
-    return shape
