@@ -16,7 +16,8 @@ Micro-batches bound the memory of a step: a minibatch is scored and back-propaga
 items at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared
 prompt counted once and each row's copy of its cache at its share of a token, by default
 sized from the model's width, depth and heads by `TokenBudget`; or ``train.micro_batch_size``
-items; `pack_by_tokens`), each loss weighted by its share of the
+items; core/train/micro_batches.py, where the preamble the micro-batches share is also held
+for the step and run once), each loss weighted by its share of the
 minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
 of a step synchronises gradients, so processes whose minibatches split differently still
