@@ -110,6 +110,7 @@ class StepPreambles:
     def __init__(self, updater: Any, passes: Sequence[tuple[Any, list[Any]]], lengths: list):
         self.updater, self.passes, self.lengths = updater, passes, lengths
         self.held: HeldPreamble | None = None
+        self.reading: set[int] = set()  # the passes that read the held preamble
         self.references: dict[int, Scored | None] = {}
 
     def before(self, k: int) -> HeldPreamble | None:
@@ -118,11 +119,11 @@ class StepPreambles:
         if not self.lengths[k]:
             return None
         if self.held is None:
-            tokens = self._tokens(k)
-            self.references = self.updater.references_after(tokens, self._readers(k))
-            self.held = hold(self.updater.model, tokens, trained=True)
+            tokens, readers = self._tokens(k), self._readers(k)
+            self.references = self.updater.references_after(tokens, readers)
+            self.held, self.reading = hold(self.updater.model, tokens, trained=True), set(readers)
             if self.held is None:  # no cache to read: these passes run as they are
-                for j in self._readers(k):
+                for j in readers:
                     self.lengths[j] = 0
         return self.held
 
@@ -132,13 +133,13 @@ class StepPreambles:
 
     def after(self, k: int) -> None:
         """After pass ``k``'s backward: at the last pass reading the preamble, its own."""
-        if self.held is not None and k + 1 not in self._readers(k):
+        if self.held is not None and k + 1 not in self.reading:
             self.held.backward()
             self.held = None
 
     def drop(self) -> None:
         """A skipped step: nothing held survives it."""
-        self.held, self.references = None, {}
+        self.held, self.references, self.reading = None, {}, set()
 
     def _tokens(self, k: int) -> tuple[int, ...]:
         return tuple(self.passes[k][1][0].samples[0].prompt_ids[: self.lengths[k]])
