@@ -14,7 +14,7 @@ from selfplay.core.models import prefix_scoring
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.train import micro_batches
-from selfplay.core.train.micro_batches import TokenBudget, held_length, pack_by_tokens
+from selfplay.core.train.micro_batches import TokenBudget, held_length
 from tests.test_shared_update import gpt2, gradient_gaps, groups, legal_choices, run_update
 
 
@@ -112,17 +112,3 @@ def test_the_held_length_keeps_two_tokens_of_every_prompt():
     assert held_length(items((*base, 1, 2), (*base, 3))) == 39  # the shorter keeps two
     assert held_length(items((*base, 1, 2), base[:10] + (99,) * 40)) == 0  # 10 < 16
     assert held_length(items((*base, 1, 2))) == 0  # one row: nothing shared
-
-
-def test_the_held_preamble_is_taken_from_every_micro_batchs_room():
-    """Held for the step, the preamble's activations sit beside every micro-batch's."""
-
-    def menu(k: int):
-        prompt = (*range(1, 61), 100 + k, 101 + k)  # a 60-token preamble, then its own two
-        rows = tuple(type("S", (), {"prompt_ids": prompt, "token_ids": (5, 2)}) for _ in range(3))
-        return type("I", (), {"samples": rows})
-
-    # held, a menu is three rows of its own 4 tokens reading the 60 cached at a twelfth of a
-    # token each: 3 x (4 + 5) = 27; the preamble's 60 taken from 120 leaves room for two
-    packed = pack_by_tokens([menu(k) for k in range(12)], TokenBudget(120), shared=True, held=60)
-    assert [len(micro) for micro in packed] == [2] * 6  # not 4 + 4 + 4: the preamble counted

@@ -222,18 +222,16 @@ def pack_by_tokens(
     costs alone as a row per sample (what its micro-batch held before prompts were read
     once), so a menu over the budget shares its preamble with the next ones. ``held``: the
     first tokens of every prompt are a preamble held for the step (`StepPreambles`), which
-    every pass reads and none runs; what it keeps for the step's backward pass is taken from
-    every micro-batch's room, so a step's peak stays where it was."""
+    every pass reads and none runs."""
     batches: list[list[Any]] = []
     current: list[Any] = []
     shape, largest = Shape(share=shared, held=held), 0.0
-    kept = budget.cost([(1, held, 0)]) if held else 0.0
     for item in items:
         alone = budget.cost(_with(Shape(share=False), item).passes())
         trial = _with(shape, item)  # no copy: a shape that overflows is started afresh
         plan = trial.plan()
         room = budget.limit if plan == PLANS[0] else max(budget.limit, largest, alone)
-        if current and budget.cost(trial.passes(plan)) > room - kept:
+        if current and budget.cost(trial.passes(plan)) > room:
             batches.append(current)
             current, trial, largest = [], _with(Shape(share=shared, held=held), item), 0.0
         current.append(item)
