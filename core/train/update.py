@@ -210,13 +210,12 @@ class Updater:
     def _micro_batches(self, group: list[Any]) -> list[tuple[list[Any], int]]:
         """``group``'s micro-batches, each with the preamble held for it (micro_batches.py):
         where a part of the group shares one and needs two micro-batches or more."""
-        parts = [(p, n) for p, n in by_preamble(group)] if self._holds() else []
-        held = [(self._packed(p, n), n) for p, n in parts if n]
-        if not any(len(micro) > 1 for micro, _ in held):
+        parts = by_preamble(group) if self._holds() else []
+        planned = [(part, n, self._packed(part, n) if n else []) for part, n in parts]
+        if not any(len(micro) > 1 for _, _, micro in planned):
             return [(micro, 0) for micro in self._packed(group, 0)]
         out = []
-        for part, length in parts:
-            micro = self._packed(part, length) if length else []
+        for part, length, micro in planned:  # each part packed once with its preamble held
             if len(micro) < 2:
                 micro, length = self._packed(part, 0), 0
             out += [(m, length) for m in micro]
