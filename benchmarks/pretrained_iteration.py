@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speed_ledger import ROOT, checkouts, environment, resolve, schedule  # beside this file
+from speed_ledger import ROOT, LedgerError, checkouts, environment, resolve, schedule  # beside
 
 PARTS = ("rollout_seconds", "update_seconds")
 GAMES = {
@@ -60,7 +60,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--game", choices=sorted(GAMES), default="kuhn-poker")
     args = parser.parse_args()
-    commits = {"HEAD": resolve(ROOT, "HEAD"), args.against: resolve(ROOT, args.against)}
+    try:
+        commits = {"HEAD": resolve(ROOT, "HEAD"), args.against: resolve(ROOT, args.against)}
+    except LedgerError as err:
+        print(f"pretrained_iteration.py: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     seen: dict[str, list[dict[str, float]]] = {label: [] for label in commits}
     with tempfile.TemporaryDirectory(prefix="pretrained-") as folder:
         where = Path(folder)

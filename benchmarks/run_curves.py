@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -38,10 +39,11 @@ def main() -> None:
     args = parser.parse_args()
     figure, axes = plt.subplots(1, len(args.columns), figsize=(4.2 * len(args.columns), 3.6))
     for spec in args.group:
-        label, pattern = spec.split("=", 1)
+        label, _, pattern = spec.partition("=")
         folders = sorted(Path(p) for p in glob.glob(pattern) if (Path(p) / "metrics.csv").exists())
         if not folders:
-            raise SystemExit(f"--group {spec!r}: no run folder matches {pattern!r}")
+            print(f"--group {spec!r}: no run folder matches {pattern!r} (LABEL=GLOB)", file=sys.stderr)
+            raise SystemExit(2)
         for axis, column in zip(axes, args.columns, strict=True):
             runs = [series(f, column) for f in folders]
             width = min(len(r) for r in runs)
