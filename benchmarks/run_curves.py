@@ -42,7 +42,8 @@ def main() -> None:
         label, _, pattern = spec.partition("=")
         folders = sorted(Path(p) for p in glob.glob(pattern) if (Path(p) / "metrics.csv").exists())
         if not folders:
-            print(f"--group {spec!r}: no run folder matches {pattern!r} (LABEL=GLOB)", file=sys.stderr)
+            message = f"--group {spec!r}: no run folder matches {pattern!r} (LABEL=GLOB)"
+            print(message, file=sys.stderr)
             raise SystemExit(2)
         for axis, column in zip(axes, args.columns, strict=True):
             runs = [series(f, column) for f in folders]
