@@ -75,6 +75,19 @@ def test_the_banner_shows_the_users_values_apart_from_the_recipes(recipe):
     assert "yours" not in recipe_line(run_config())
 
 
+def test_the_banner_names_an_old_train_setting_where_the_run_reads_it(monkeypatch, recipe):
+    """A recipe written before the algorithm settings moved (``train.kl_coef``) trains with
+    them as the objective's options, and the banner shows them there, not as the user's."""
+    from selfplay.core.run.recipes import recipe_line
+
+    old = Recipe("test-recipe", "old names", {"train.kl_coef": 0.1, "train.entropy_coef": 0.0})
+    monkeypatch.setitem(registries().recipes.entries, "test-recipe", Entry("x", old, "tests"))
+    line = recipe_line(run_config())
+    assert line.endswith(": objective_options.kl_coef=0.1 objective_options.entropy_coef=0.0")
+    mine = recipe_line(run_config(overrides=["train.kl_coef=0.3"]))
+    assert mine.endswith("yours instead: objective_options.kl_coef=0.3 (recipe: 0.1)")
+
+
 @pytest.mark.parametrize("name", sorted(e.name for e in registries().recipes))
 def test_a_recipe_run_as_it_is_shows_no_setting_as_the_users(name):
     from selfplay.core.run.recipes import banner_settings
