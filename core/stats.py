@@ -31,11 +31,22 @@ def role_outcomes(episodes: Sequence[Episode]) -> dict[str, float]:
     """
     n = len(episodes) or 1
     shares: dict[str, float] = {}
+    for ep in episodes:  # every outcome a match could have had, 0 where none did
+        for key in _results(ep):
+            shares.setdefault(key, 0.0)
     for ep in episodes:
         key = _result(ep)
         shares[key] = shares.get(key, 0.0) + 1 / n
     shares["forfeits"] = sum(1 for ep in episodes if ep.state.get("forfeit")) / n
     return shares
+
+
+def _results(episode: Episode) -> tuple[str, ...]:
+    """The keys `_result` can give a match of this episode's roles."""
+    if len(episode.outcome) == 1:
+        (role,) = episode.outcome
+        return f"{role}_wins", f"{role}_losses", "draws"
+    return (*(f"{role}_wins" for role in episode.outcome), "draws")
 
 
 def _result(episode: Episode) -> str:

@@ -47,7 +47,15 @@ def test_a_one_role_game_wins_only_with_a_positive_payoff():
     wrong = role_outcomes([one_role_episode(-1.0)] * 4)
     assert wrong.get("solver_wins", 0.0) == 0.0 and wrong["solver_losses"] == 1.0
     mixed = role_outcomes([one_role_episode(1.0), one_role_episode(0.0)])
-    assert mixed == {"solver_wins": 0.5, "draws": 0.5, "forfeits": 0.0}
+    assert mixed == {"solver_wins": 0.5, "solver_losses": 0.0, "draws": 0.5, "forfeits": 0.0}
+
+
+def test_an_outcome_no_match_had_is_a_share_of_zero_not_a_blank():
+    """metrics.csv reads ``share/draws`` 0 in an iteration without a draw (a blank is skipped
+    by plots and means, which then show only the iterations that drew)."""
+    won = Episode("ttt", 1, {"x": "learner", "o": "learner"}, (), {"x": 1.0, "o": -1.0})
+    shares = role_outcomes([won, won])
+    assert shares == {"x_wins": 1.0, "o_wins": 0.0, "draws": 0.0, "forfeits": 0.0}
 
 
 class Broken(TicTacToe):
