@@ -28,7 +28,9 @@ COLUMNS = ("share/draws", "invalid_rate", "entropy", "rollout/mismatch_kl")
 def series(folder: Path, column: str) -> list[float | None]:
     with (folder / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    return [float(r[column]) if r.get(column) not in (None, "") else None for r in rows]
+    # runs written before an outcome no match had was logged as 0 left it blank
+    missing = 0.0 if column.startswith("share/") else None
+    return [float(r[column]) if r.get(column) not in (None, "") else missing for r in rows]
 
 
 def main() -> None:
