@@ -31,12 +31,10 @@ def role_outcomes(episodes: Sequence[Episode]) -> dict[str, float]:
     """
     n = len(episodes) or 1
     shares: dict[str, float] = {}
-    for ep in episodes:  # every outcome a match could have had, 0 where none did
-        for key in _results(ep):
-            shares.setdefault(key, 0.0)
     for ep in episodes:
-        key = _result(ep)
-        shares[key] = shares.get(key, 0.0) + 1 / n
+        for key in _results(ep):  # every outcome the match could have had: 0 where none did
+            shares.setdefault(key, 0.0)
+        shares[_result(ep)] += 1 / n
     shares["forfeits"] = sum(1 for ep in episodes if ep.state.get("forfeit")) / n
     return shares
 

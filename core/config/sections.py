@@ -235,6 +235,16 @@ MOVED: dict[str, Any] = {
 }
 
 
+def moved_key(key: str) -> str:
+    """A dotted setting's name as the config reads it now: ``train.NAME`` of `MOVED` (a
+    learner's, ``learners.L.train.NAME``, too) is ``objective_options.NAME``."""
+    parts = key.split(".")
+    at = 2 if parts[0] == "learners" else 0
+    if parts[at : at + 1] == ["train"] and len(parts) == at + 2 and parts[-1] in MOVED:
+        parts[at] = "objective_options"
+    return ".".join(parts)
+
+
 def moved_to_objective(settings: Any) -> Any:
     """A run's (or a learner's) settings with each ``train.NAME`` of `MOVED` given as
     ``objective_options.NAME`` instead, where that is not set already; a value at its old

@@ -26,7 +26,7 @@ from selfplay.api.objective import TRAIN_KEYS
 from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, served
-from selfplay.core.config.sections import MOVED
+from selfplay.core.config.sections import MOVED, moved_key
 from selfplay.core.run.build import build_objective, check_stale, describe_reads, reward_expression
 from selfplay.core.run.config_loader import explain
 from selfplay.plugins.manager import registries
@@ -182,7 +182,7 @@ def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
         # the banner's first line names the game; {} is a learner kept without its settings
         if key in unread or key == "game" or value == {}:
             continue
-        now = _where_now(key)
+        now = moved_key(key)
         node: Any = settings
         for part in now.split("."):
             node = node.get(part) if isinstance(node, dict) else None
@@ -190,16 +190,6 @@ def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
             node = value  # an old default is dropped as it moves: the objective's is the same
         out[now] = (node, value)
     return out
-
-
-def _where_now(key: str) -> str:
-    """Where a recipe's setting lives in the run's settings: a ``train.NAME`` of `MOVED` (a
-    learner's included) is the objective's option now, as the config reads it."""
-    parts = key.split(".")
-    at = 2 if parts[0] == "learners" else 0
-    if parts[at : at + 1] == ["train"] and len(parts) == at + 2 and parts[-1] in MOVED:
-        parts[at] = "objective_options"
-    return ".".join(parts)
 
 
 def recipe_line(config: RunConfig) -> str:
