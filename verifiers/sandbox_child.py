@@ -14,9 +14,9 @@ In order, before any untrusted code runs (the confinements are in ``sandbox_conf
    no POSIX message queues);
 4. Landlock, where the kernel has it: reading only the Python installation and system
    folders minus this package, writing only the working directory, no TCP, no signals out;
-5. a seccomp filter: no storage outside the working directory (memfd, System V shared
-   memory and message queues), no mounts, and, unless subprocesses are allowed, no new
-   processes (threads still work);
+5. a seccomp filter: no storage outside the working directory (memfd, System V IPC),
+   no mounts, no sockets but a connected stream pair, no inotify, no io_uring, and, unless
+   subprocesses are allowed, no new processes (threads still work);
 6. with ``fake_clock``, the clocks of ``time`` and ``datetime`` start at that moment: two
    runs set at different moments show a program whose result depends on the time;
 7. "ready" is written to the results pipe. Only then does the program run; then each call

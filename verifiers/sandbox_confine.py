@@ -14,8 +14,12 @@ imports it to say which protections a machine gives (``isolation``).
 - ``apply_filter``: a seccomp filter, always installed where the architecture is supported.
   Storage that no folder shows is refused (``memfd_create``, ``memfd_secret``, System V
   shared memory and message queues, kernel keyrings: one program held 900 MiB in memfd files
-  the disk cap never saw), as are mounts of its own (``mount`` and the new mount API); and, unless
-  subprocesses are allowed, creating a process (threads still work). Each fails with EPERM.
+  the disk cap never saw), as are System V semaphores and POSIX message queues, mounts of its
+  own (``mount`` and the new mount API), every socket (a UNIX socket of the same user elsewhere
+  is reached whatever the namespaces; UDP leaves without them) but a connected stream pair,
+  inotify and fanotify, io_uring, and the routes into another process (``ptrace``,
+  ``process_vm_readv``, ``pidfd_getfd``); and, unless subprocesses are allowed, creating a
+  process (threads still work). Each fails with EPERM.
 - ``over_disk``: without namespaces, the parent's watch of the disk cap: the working folder
   and the files without a name that the run's processes hold open.
 """
@@ -211,7 +215,7 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-# ---- seccomp: no hidden storage, no mounts, and (unless allowed) no new processes ---------
+# ---- seccomp: no hidden storage, no mounts, no sockets, (unless allowed) no new processes -
 
 # (audit arch, clone, fork, vfork, clone3); fork/vfork do not exist on aarch64
 ARCHES = {
@@ -228,7 +232,31 @@ DENIED["x86_64"] |= {"umount2": 166, "pivot_root": 155, **NEW_MOUNT_API}
 DENIED["aarch64"] |= {"umount2": 39, "pivot_root": 41, **NEW_MOUNT_API}
 DENIED["x86_64"] |= {"add_key": 248, "request_key": 249, "keyctl": 250}  # keyrings hold data
 DENIED["aarch64"] |= {"add_key": 217, "request_key": 218, "keyctl": 219}
-LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+# System V semaphores hold kernel memory outside every cap (and, without namespaces, outlive
+# the run); POSIX message queues the same.
+DENIED["x86_64"] |= {"semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220, "mq_open": 240}
+DENIED["aarch64"] |= {"semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193}
+DENIED["aarch64"] |= {"mq_open": 180}
+# Every route to another process or the network: no socket of any family is made (a UNIX
+# socket reaches the user's D-Bus, SSH agent or docker.sock whatever the namespaces; UDP
+# leaves without them); a pair of connected stream sockets inside the run stays allowed
+# (``socketpair``, checked below). Watching folders outside (inotify, fanotify) and
+# io_uring, which performs calls the filter never sees, are refused too, as are the routes
+# into another process's memory or descriptors.
+SOCKETS = {"socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288}
+DENIED["x86_64"] |= SOCKETS | {"inotify_init": 253, "inotify_init1": 294}
+DENIED["x86_64"] |= {"fanotify_init": 300, "fanotify_mark": 301, "ptrace": 101}
+DENIED["x86_64"] |= {"process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438}
+SOCKETS = {"socket": 198, "bind": 200, "listen": 201, "accept": 202, "connect": 203}
+DENIED["aarch64"] |= SOCKETS | {"accept4": 242, "inotify_init1": 26, "ptrace": 117}
+DENIED["aarch64"] |= {"fanotify_init": 262, "fanotify_mark": 263, "pidfd_getfd": 438}
+DENIED["aarch64"] |= {"process_vm_readv": 270, "process_vm_writev": 271}
+IO_URING = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
+DENIED["x86_64"] |= IO_URING
+DENIED["aarch64"] |= IO_URING
+SOCKETPAIR = {"x86_64": 53, "aarch64": 199}
+SOCK_STREAM, SOCK_TYPE_MASK = 1, 0xF
+LD_ABS, JEQ, JGE, JSET, RET, AND = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 ALLOW, ERRNO = 0x7FFF0000, 0x00050000
 EPERM, ENOSYS, CLONE_THREAD = 1, 38, 0x00010000
 
@@ -253,6 +281,7 @@ def _filter(machine: str, processes: bool) -> list:
     up by binary search: every system call of the run passes through the filter."""
     arch, clone, fork, vfork, clone3 = ARCHES[machine]
     special = dict.fromkeys(DENIED[machine].values(), "deny")
+    special[SOCKETPAIR[machine]] = "socketpair"
     if not processes:
         special |= {fork: "deny", vfork: "deny", clone3: "nosys", clone: "clone"}
     special.pop(0xFFFFFFFF, None)  # fork and vfork do not exist on aarch64
@@ -264,6 +293,9 @@ def _filter(machine: str, processes: bool) -> list:
         *_search(sorted(special.items()), ""),
         ("clone", LD_ABS, 16, None, None),  # low word of the first argument: clone flags
         ("", JSET, CLONE_THREAD, "allow", "deny"),
+        ("socketpair", LD_ABS, 24, None, None),  # low word of the second argument: the type
+        ("", AND, SOCK_TYPE_MASK, None, None),  # less SOCK_NONBLOCK and SOCK_CLOEXEC
+        ("", JEQ, SOCK_STREAM, "allow", "deny"),
         ("allow", RET, ALLOW, None, None),
         ("deny", RET, ERRNO | EPERM, None, None),
         ("nosys", RET, ERRNO | ENOSYS, None, None),
