@@ -9,6 +9,7 @@ from what the program says.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -66,10 +67,8 @@ def unix_listener(tmp_path):
 
     def heard() -> list[bytes]:
         datagram.settimeout(0.3)
-        try:
+        with contextlib.suppress(OSError):
             received.append(datagram.recv(99))
-        except OSError:
-            pass
         return received
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -87,7 +86,8 @@ UNIX_ROUTES = [
     "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); return a.sendto(b'hi', BUS)",
     "a, b = socket.socketpair(); a.connect(STREAM); return a.send(b'hi')",
     "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(STREAM); return 1",
-    "import asyncio\n    async def go():\n        r, w = await asyncio.open_unix_connection(STREAM)\n"
+    "import asyncio\n    async def go():\n"
+    "        r, w = await asyncio.open_unix_connection(STREAM)\n"
     "        w.write(b'hi'); await w.drain(); return await r.read(9)\n"
     "    return asyncio.run(go())",
 ]
@@ -124,7 +124,7 @@ def test_no_udp_datagram_leaves(namespaced):
 
 # libc calls made through ctypes: each returns -1 when refused
 KERNEL_ROUTES = {
-    "inotify on /tmp": "fd = c.inotify_init1(0); return [fd, c.inotify_add_watch(fd, b'/tmp', 256)]",
+    "inotify on /tmp": "fd = c.inotify_init1(0); return [fd, c.inotify_add_watch(fd, b'/tmp', 8)]",
     "inotify, old call": "fd = c.inotify_init(); return [fd, c.inotify_add_watch(fd, b'/', 256)]",
     "fanotify": "return [c.fanotify_init(0, 0)]",
     "System V semaphores": "return [c.semget(1234 + k, 32000, 0o1600) for k in range(3)]",
@@ -134,7 +134,8 @@ KERNEL_ROUTES = {
     "a netlink socket": "return [c.socket(16, 3, 0)]",
     "an abstract UNIX socket": "return [c.socket(1, 1, 0)]",
     "another process's memory": "return [c.process_vm_readv(os.getppid(), None, 0, None, 0, 0)]",
-    "another process's descriptors": "return [c.syscall(438, c.syscall(434, os.getppid(), 0), 0, 0)]",
+    "another process's descriptors": "pid = c.syscall(434, os.getppid(), 0)\n"
+    "    return [c.syscall(438, pid, 0, 0)]",
 }
 
 

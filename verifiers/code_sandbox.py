@@ -49,9 +49,9 @@ What one run gets:
   Without them, once the child has exited or the time is up, every process still holding
   the results pipe is killed;
 - resource limits, Landlock and a seccomp filter (no hidden storage, no mounts, no sockets
-  or other routes to processes outside, and unless allowed no new processes), set up by ``sandbox_child.py`` before the code runs (see
-  ``sandbox_confine``). Limits are set in the child rather
-  than through ``preexec_fn``, which is unsafe when the caller has threads.
+  or other routes to processes outside, and unless allowed no new processes), set up by
+  ``sandbox_child.py`` before the code runs (see ``sandbox_confine``). Limits are set in the
+  child rather than through ``preexec_fn``, which is unsafe when the caller has threads.
 - its output, stripped of terminal control codes (``printable``), last 2000 characters.
 
 Where the machine lacks a mechanism (no unprivileged namespaces, a kernel without Landlock,
