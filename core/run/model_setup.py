@@ -35,7 +35,7 @@ from selfplay.core.train.learners import Learner
 from selfplay.core.train.micro_batches import TokenBudget
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.search_targets import SearchTargets
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update import DROPOUT_SETTINGS, Updater
 
 
 def build_learners(config: RunConfig, game: Game) -> list[Learner]:
@@ -210,9 +210,6 @@ def _micro_batch_tokens(setting: int | str | None, model: Any) -> TokenBudget | 
     if setting == "auto":
         return TokenBudget.auto(model)
     return TokenBudget(int(setting)) if setting else None
-
-
-DROPOUT_SETTINGS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "dropout")
 
 
 def without_dropout(model: Any) -> None:

@@ -212,7 +212,7 @@ class TokenBudget:
 
 
 def pack_by_tokens(
-    items: list[Any], budget: TokenBudget, shared: bool = False, held: int = 0
+    items: list[Any], budget: TokenBudget, shared: bool = False, held: int = 0, once: bool = False
 ) -> list[list[Any]]:
     """``items`` in order, in micro-batches that fit ``budget``: every row of a micro-batch
     (each item's samples: prompt and answer) padded to its longest, or with ``shared`` the
@@ -222,10 +222,11 @@ def pack_by_tokens(
     costs alone as a row per sample (what its micro-batch held before prompts were read
     once), so a menu over the budget shares its preamble with the next ones. ``held``: the
     first tokens of every prompt are a preamble held for the step (`StepPreambles`), which
-    every pass reads and none runs."""
+    every pass reads and none runs. ``once``: a row equal to one already in its micro-batch
+    is scored once (`distinct_rows`) and costs nothing more."""
     batches: list[list[Any]] = []
     current: list[Any] = []
-    shape, largest = Shape(share=shared, held=held), 0.0
+    shape, largest = Shape(share=shared, held=held, once=once), 0.0
     for item in items:
         alone = budget.cost(_with(Shape(share=False), item).passes())
         trial = _with(shape, item)  # no copy: a shape that overflows is started afresh
@@ -233,7 +234,8 @@ def pack_by_tokens(
         room = budget.limit if plan == PLANS[0] else max(budget.limit, largest, alone)
         if current and budget.cost(trial.passes(plan)) > room:
             batches.append(current)
-            current, trial, largest = [], _with(Shape(share=shared, held=held), item), 0.0
+            fresh = Shape(share=shared, held=held, once=once)
+            current, trial, largest = [], _with(fresh, item), 0.0
         current.append(item)
         shape, largest = trial, max(largest, alone)
     if current:

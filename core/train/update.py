@@ -38,7 +38,7 @@ import torch
 
 from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
-from selfplay.core.models.prefix_scoring import can_share, score_shared
+from selfplay.core.models.prefix_scoring import can_share, distinct_rows, score_shared
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.micro_batches import (
@@ -137,6 +137,9 @@ class Updater:
     release: Callable[[], None] | None = None
     # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
     share_prefixes: bool = True
+    # equal rows (prompt and answer) scored once (`distinct_rows`); None: wherever no
+    # dropout runs in the update, where equal rows have equal scores
+    score_equal_once: bool | None = None
 
     def update(
         self, items: Sequence[Any], generator: torch.Generator, minibatches: int
@@ -225,7 +228,10 @@ class Updater:
         if self.micro_batch_size or not self.micro_batch_tokens:
             size = self.micro_batch_size or len(group)
             return [group[k : k + size] for k in range(0, len(group), size)]
-        return pack_by_tokens(group, self.micro_batch_tokens, self._shares(), held)
+        once = self._once()
+        if once:  # equal items side by side, so that a micro-batch scores them once
+            group = sorted(group, key=_rows_of)
+        return pack_by_tokens(group, self.micro_batch_tokens, self._shares(), held, once)
 
     def _holds(self) -> bool:
         """Whether a step may hold a preamble: in one process, where rows share prefixes."""
@@ -235,7 +241,24 @@ class Updater:
         """Whether rows are scored with shared prefixes read once (the model can be)."""
         return self.share_prefixes and can_share(self.model)
 
+    def _once(self) -> bool:
+        """Whether equal rows are scored once (``score_equal_once``)."""
+        if self.score_equal_once is None:
+            self.score_equal_once = not dropout_runs(self.model)
+        return self.score_equal_once
+
     def _score(self, model, prompts, answers, entropy: bool, preamble=None) -> Scored:
+        distinct = distinct_rows(prompts, answers) if self._once() else None
+        if distinct is None:
+            return self._score_rows(model, prompts, answers, entropy, preamble)
+        first, which = distinct
+        kinds = self._score_rows(
+            model, [prompts[i] for i in first], [answers[i] for i in first], entropy, preamble
+        )
+        spread = torch.tensor(which, device=kinds.logp.device)
+        return Scored(kinds.logp[spread], kinds.entropy[spread], kinds.mask[spread])
+
+    def _score_rows(self, model, prompts, answers, entropy: bool, preamble=None) -> Scored:
         if preamble is not None:
             return score_shared(
                 model, prompts, answers, self.pad_id, self.temperature, entropy, preamble
@@ -303,6 +326,26 @@ class Updater:
                 f"{self.nonfinite_streak} non-finite losses in a row; stopping. Lower "
                 "train.lr or set train.max_grad_norm, and check the rewards are finite."
             )
+
+
+#: The rates a model's config hands to its attention kernels and layers.
+DROPOUT_SETTINGS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "dropout")
+
+
+def dropout_runs(model: torch.nn.Module) -> bool:
+    """Whether any dropout is on in ``model``: a ``Dropout`` layer or a rate in a config."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+            return True
+        config = getattr(module, "config", None)
+        rates = [getattr(config, key, None) for key in DROPOUT_SETTINGS]
+        if any(isinstance(rate, float) and rate > 0 for rate in rates):
+            return True
+    return False
+
+
+def _rows_of(item: Any) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    return [(tuple(s.prompt_ids), tuple(s.token_ids)) for s in item.samples]
 
 
 def _tokens(item: Any) -> int:
