@@ -45,6 +45,7 @@ from pydantic import Field, field_validator
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.banks import TRAINING_TOPICS, Problem, load_bank
+from selfplay.games.move_names import read_name
 from selfplay.games.text_game import load_bank as load_records
 from selfplay.games.verified import game_verifier
 from selfplay.plugins.hookspecs import hookimpl
@@ -238,9 +239,10 @@ def held_out_items(limit: int, seed: int) -> list[dict[str, Any]]:
 
 def judge_verdict(action: str) -> str:
     """A judge's move, ``correct`` or ``incorrect``; anything else is an invalid move."""
-    if action.strip().lower() not in VERDICTS:
+    verdict = read_name(action)
+    if verdict not in VERDICTS:
         raise InvalidAction(f"the verdict is [correct] or [incorrect], not [{action}].")
-    return action.strip().lower()
+    return verdict
 
 
 def truth_of(label: str | None, verifier_status: str | None) -> str | None:

@@ -39,6 +39,7 @@ from selfplay.api.game import (
 )
 from selfplay.api.types import Episode, Message, Payoffs, Role
 from selfplay.games import tabular
+from selfplay.games.move_names import read_name
 from selfplay.games.phrasing import Renaming
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
@@ -314,7 +315,7 @@ class KuhnPoker(Game):
         return MOVES.spell(action) if self.options.phrasing == OBFUSCATED else action
 
     def legal(self, state: KuhnPokerState, role: Role, action: str) -> str:
-        move = action.strip().lower()
+        move = read_name(action)
         if self.options.phrasing == OBFUSCATED:
             move = MOVES.read(move) or f"not a move: {move}"
         moves = legal_moves(state.history)

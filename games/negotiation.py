@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
+from selfplay.games.move_names import read_name
 from selfplay.plugins.hookspecs import hookimpl
 
 RESOURCES = ("wood", "stone", "grain", "gold")
@@ -190,7 +191,7 @@ class Negotiation(Game):
         ]
 
     def legal(self, state: NegotiationState, role: Role, action: str) -> str:
-        move = " ".join(action.lower().split())
+        move = " ".join(read_name(action).split())
         if move in ("pass", "accept", "deny"):
             return self._check_reply(state, role, move)
         if not move.startswith("offer"):

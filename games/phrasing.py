@@ -26,13 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from selfplay.games.move_names import read_name
+
 
 class Renaming:
     """A one-to-one renaming of a game's own names (cells, cards, actions) and its reverse.
 
-    ``read`` is forgiving of case and surrounding space, as the games' own parsing is, and
-    returns None for a name the renaming does not have, so that a game's own name (``4``
-    where the cells are ``j``-``s``) is never read as a move.
+    ``read`` reads a name as every game does (games/move_names.py: ASCII case and surrounding
+    space forgiven, a character outside ASCII refused) and returns None for a name the
+    renaming does not have, so that a game's own name (``4`` where the cells are ``j``-``s``)
+    is never read as a move.
     """
 
     def __init__(self, names: Mapping[str, str]) -> None:
@@ -46,4 +49,4 @@ class Renaming:
         return self.names.get(own, own)
 
     def read(self, written: str) -> str | None:
-        return self.back.get(written.strip().lower())
+        return self.back.get(read_name(written))

@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games import tabular
+from selfplay.games.move_names import read_name
 from selfplay.games.tabular import InfoSet, Policy, PolicyTable
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -122,7 +123,7 @@ class RockPaperScissors(Game):
         ]
 
     def legal(self, state: RockPaperScissorsState, role: Role, action: str) -> str:
-        move = ALIASES.get(action.strip().lower())
+        move = ALIASES.get(read_name(action))
         if move is None:
             raise InvalidAction(
                 f"{action[:20]!r} is not a move; answer [rock], [paper] or [scissors]."

@@ -32,6 +32,7 @@ from selfplay.api.game import (
     Player,
 )
 from selfplay.api.types import Episode, Message, Payoffs, Role
+from selfplay.games.move_names import read_name
 from selfplay.games.phrasing import Renaming
 from selfplay.plugins.hookspecs import hookimpl
 
@@ -175,11 +176,12 @@ class TicTacToe(Game):
             if state.board[int(cell)] != ".":
                 raise InvalidAction(f"square {LABELS.spell(cell)} is already claimed.")
             return cell
-        if len(action) != 1 or action not in "012345678":
+        cell = read_name(action)
+        if len(cell) != 1 or cell not in "012345678":
             raise InvalidAction(f"{action[:20]!r} is not a cell number 0-8.")
-        if state.board[int(action)] != ".":
-            raise InvalidAction(f"cell {action} is already taken.")
-        return action
+        if state.board[int(cell)] != ".":
+            raise InvalidAction(f"cell {cell} is already taken.")
+        return cell
 
     def apply(self, state: TicTacToeState, role: Role, action: str) -> TicTacToeState:
         i = int(action)

@@ -54,6 +54,7 @@ from selfplay.api.game import (
 )
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games import tabular as tables
+from selfplay.games.move_names import read_name
 from selfplay.games.openspiel import tabular
 from selfplay.games.openspiel.phrasings import (
     DISGUISES,
@@ -220,7 +221,7 @@ class OpenSpielGame(Game):
 
     def legal(self, state: OpenSpielState, role: Role, action: str) -> str:
         choices = list(labels(self.position(state), self.roles.index(role)))
-        wanted = " ".join(action.split()).lower()
+        wanted = " ".join(read_name(action).split())
         for choice in choices:
             if " ".join(self.spelled(choice).split()).lower() == wanted:
                 return choice

@@ -103,13 +103,15 @@ def labels(spiel_state: Any, player: int) -> dict[str, int]:
     """Each legal action's text (``state.action_to_string``) -> its id, in OpenSpiel's order.
 
     A text the answer format cannot hold (brackets or a line break, longer than 40 characters,
-    empty, or two actions sharing one text) is replaced, for every action of the state, by the
-    action's number, so each legal action has exactly one answer.
+    empty, outside ASCII (games/move_names.py), or two actions sharing one text) is replaced,
+    for every action of the state, by the action's number, so each legal action has exactly
+    one answer.
     """
     actions = spiel_state.legal_actions(player)
     texts = [" ".join(spiel_state.action_to_string(player, a).split()) for a in actions]
     readable = all(
-        text and len(text) <= LABEL_CHARS and not set(text) & set("[]") for text in texts
+        text and text.isascii() and len(text) <= LABEL_CHARS and not set(text) & set("[]")
+        for text in texts
     )
     if not readable or len({t.lower() for t in texts}) != len(texts):
         texts = [str(a) for a in actions]
