@@ -217,3 +217,133 @@ def test_a_person_pages_through_matches_in_a_terminal(run_dir):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+# ---- what `show` reads: the policy's side, damaged lines, what is not a run --------------------
+
+
+def error_of(capsys) -> str:
+    return " ".join(capsys.readouterr().err.split())
+
+
+@pytest.fixture
+def traces_dir(tmp_path) -> Path:
+    """The solver suite's traces of a policy that never answers with a move: it loses every
+    match, from whichever seat it played."""
+    from selfplay.core.commands.suites import HostBench, find_suite, run_suite
+    from selfplay.core.commands.traces import TraceWriter
+
+    folder = tmp_path / "traces"
+    bench = HostBench(MockPolicy(["I am not sure."]))
+    bench.traces = TraceWriter(folder, "solver", "a policy")
+    run_suite(find_suite("solver"), bench, [0], 2, "a policy", ["default"])
+    return folder
+
+
+def squashed(text: str) -> str:
+    """Without whitespace: a long path wraps on the terminal's width anywhere."""
+    return "".join(text.split())
+
+
+def shown_warned(capsys, *args: str) -> tuple[str, str]:
+    assert main(["show", *args, "--all"]) == 0
+    said = capsys.readouterr()
+    return said.out, squashed(said.err)
+
+
+def count(out: str, kind: str = "match") -> int:
+    return sum(line.startswith(f"{kind} ") for line in out.splitlines())
+
+
+def test_outcome_in_traces_is_judged_from_the_measured_policys_side(traces_dir, capsys):
+    assert count(shown(capsys, str(traces_dir), "--outcome", "loss")) == 4  # both seats
+    assert count(shown(capsys, str(traces_dir), "--outcome", "loss", "--opponent", "minimax")) == 2
+    assert "No match" in shown(capsys, str(traces_dir), "--outcome", "win")
+    assert count(shown(capsys, str(traces_dir), "--outcome", "win", "--role", "player_1")) == 2
+
+
+def test_outcome_in_a_run_is_judged_from_the_learners_side(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(config_text(RunConfig(game="tictactoe", matches=2)))
+    lost_second = learners_match(
+        31, holders={"player_0": "scripted:minimax", "player_1": "learner"}
+    )
+    won_first = learners_match(32, holders={"player_0": "learner", "player_1": "scripted:random"})
+    write_episodes(folder / "episodes.jsonl", [lost_second, won_first])
+    assert "seed 31" in (lost := shown(capsys, str(folder), "--outcome", "loss"))
+    assert "seed 32" not in lost
+    assert "seed 32" in shown(capsys, str(folder), "--outcome", "win")
+
+
+def test_a_last_trace_line_cut_short_is_read_past_with_a_warning(traces_dir, capsys):
+    file = traces_dir / "solver" / "default.jsonl"
+    file.write_text(file.read_text()[:-40])  # the evaluation was killed mid-line
+    out, said = shown_warned(capsys, str(traces_dir))
+    assert count(out) == 3 and squashed(f"{file}, line 4 is cut short") in said
+    out, said = shown_warned(capsys, str(file))
+    assert count(out) == 3 and squashed(f"{file}, line 4 is cut short") in said
+
+
+def test_a_damaged_trace_line_is_refused_naming_its_file_and_line(traces_dir, capsys):
+    file = traces_dir / "solver" / "default.jsonl"
+    lines = file.read_text().splitlines(keepends=True)
+    file.write_text("".join([lines[0], lines[1][:50] + "\n", *lines[2:]]))
+    assert main(["show", str(traces_dir), "--all"]) == 2
+    said = squashed(error_of(capsys))
+    assert squashed(f"{file}, line 2 is not a match trace") in said and "removethatline" in said
+    file.write_text("".join([lines[0], '{"format": "open_spiel.match_trace"}\n']))
+    assert main(["show", str(file), "--all"]) == 2
+    assert "line 2 is not a match trace (KeyError: 'metadata')" in error_of(capsys)
+
+
+def test_a_run_whose_last_episode_was_cut_short_still_shows(run_dir, capsys):
+    log = run_dir / "episodes.jsonl"
+    log.write_text(log.read_text()[:-25])
+    out, said = shown_warned(capsys, str(run_dir))
+    assert count(out, "episode") == 3 and squashed(f"{log}, line 4 is cut short") in said
+    log.write_text("{not json\n" + log.read_text())
+    assert main(["show", str(run_dir), "--all"]) == 2
+    assert squashed(f"{log}, line 1 is not an episode") in squashed(error_of(capsys))
+
+
+def test_show_reads_a_runs_checkpoint_folder_and_its_episode_log(run_dir, capsys):
+    checkpoint = run_dir / "checkpoints" / "iter-000002"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.yaml").write_text((run_dir / "config.yaml").read_text())  # its copy
+    assert count(shown(capsys, str(checkpoint)), "episode") == 4
+    assert count(shown(capsys, str(run_dir / "episodes.jsonl")), "episode") == 4
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.mkdir(), "is an empty folder: not a run folder (no config.yaml) and holds"),
+        (lambda p: None, "does not exist"),
+        (lambda p: p.write_text(""), "is a file but not match traces (it is empty)"),
+        (
+            lambda p: (p.mkdir(), (p / "a.jsonl").write_text("{cut")),
+            "no .jsonl file in it is a match trace",
+        ),
+    ],
+)
+def test_what_is_neither_a_run_nor_traces_is_named_with_what_show_reads(
+    tmp_path, capsys, make, said
+):
+    path = tmp_path / "thing"
+    make(path)
+    assert main(["show", str(path)]) == 2
+    text = error_of(capsys)
+    assert said in text and "`selfplay show` reads a run folder (runs/NAME)" in text
+    assert "--traces DIR" in text
+
+
+def test_learner_on_traces_is_refused_with_a_fix(traces_dir, capsys):
+    assert main(["show", str(traces_dir), "--learner", "x"]) == 2
+    said = error_of(capsys)
+    assert "holds suite match traces of one measured policy" in said and "drop --learner" in said
+
+
+def test_a_folder_of_runs_names_one_of_them(run_dir, capsys):
+    assert main(["show", str(run_dir.parent)]) == 2
+    assert squashed(f"pass one of them, e.g. selfplay show {run_dir}") in squashed(error_of(capsys))

@@ -115,3 +115,26 @@ def test_a_game_without_an_openspiel_form_is_refused_naming_it(tmp_path):
     bench.traces = TraceWriter(tmp_path, "mine", "random")
     with pytest.raises(ConfigError, match="rock-paper-scissors has no OpenSpiel form"):
         bench.matches(bench.game("rock-paper-scissors"), "random", 2, 0)
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/under", "traces"])
+def test_a_traces_path_that_cannot_hold_them_is_refused_before_any_work(
+    tmp_path, capsys, monkeypatch, where
+):
+    import selfplay.core.commands.suites as suites
+
+    def no_model(args):
+        raise AssertionError("the policy loaded before --traces was checked")
+
+    monkeypatch.setattr(suites, "load_policy", no_model)
+    (tmp_path / "afile").write_text("kept\n")
+    (tmp_path / "traces" / "solver" / "default.jsonl").mkdir(parents=True)
+    args = ["eval", "--suite", "solver", "--model", "tiny", "--phrasings", "default"]
+    assert main([*args, "--traces", str(tmp_path / where)]) == 2
+    said = "".join(capsys.readouterr().err.split())
+    if where == "traces":
+        assert "default.jsonlisafolder" in said and "passanother--tracesfolder" in said
+    else:
+        assert f"{tmp_path / 'afile'}isafile,notafolder".replace(" ", "") in said
+        assert "pass e.g. --traces traces/".replace(" ", "") in said
+    assert (tmp_path / "afile").read_text() == "kept\n"  # nothing lost

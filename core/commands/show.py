@@ -15,6 +15,10 @@ match traces shows each match under its suite, phrasing and seed instead of an i
 (core/commands/traces.py). Everything a model or a
 plug-in wrote is shown with its control characters escaped, so no text acts on the terminal.
 
+``--outcome`` is judged from the policy's side: in a run, the seat of the learner (of
+``--learner``'s, with several; where the learner holds every seat, the game's first role); in
+traces, the seat of the measured model. ``--role`` judges from that role's side instead.
+
 On a terminal, one match at a time: Enter shows the next, ``p`` the previous, a number jumps
 to that match, ``q`` (or end of input) quits. Piped or with ``--all``, every match is printed.
 """
@@ -32,7 +36,7 @@ from rich.console import Console
 from rich.text import Text
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.sampler import learner_seat
+from selfplay.api.sampler import is_learner, learner_seat
 from selfplay.api.types import Episode, Turn
 from selfplay.api.verifier import printable
 
@@ -55,6 +59,7 @@ class Entry:
     iteration: int
     episode: Episode
     label: str | None = None  # a trace's suite, phrasing and seed, shown for the iteration
+    side: str | None = None  # the role the policy played: --outcome's side by default
 
 
 @dataclass(frozen=True)
@@ -80,13 +85,13 @@ def add_show_arguments(parser: argparse.ArgumentParser) -> None:
         help="the run folder to read, or a folder (or file) of suite match traces",
     )
     add("--iteration", metavar="N|A-B", help="only iteration N, or iterations A to B")
-    add("--role", help="only this role's turns (and --outcome from its side)")
+    add("--role", help="only this role's turns (and --outcome judged from its side)")
     add("--opponent", metavar="NAME", help="only matches with a seat holder whose name has NAME")
     add(
         "--outcome",
         choices=OUTCOMES,
-        help="only matches won, lost or drawn by --role (default: --learner's first role, "
-        "else the game's first role)",
+        help="only matches the policy won, lost or drew: the learner in a run, the measured "
+        "model in traces (--role: that role's side instead)",
     )
     add("--learner", metavar="NAME", help="in a run of several learners: only NAME's turns")
     add("--invalid", action="store_true", help="only matches with an invalid move")
@@ -104,10 +109,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         invalid=args.invalid,
         unreadable=args.unreadable,
     )
+    kind, source = read_source(args.source)
     if args.learner is not None:
-        filters = replace(filters, seat=learner_filter(args.source, args.learner))
+        filters = replace(filters, seat=learner_filter(kind, source, args.learner))
     console = ReaderConsole(highlight=False)
-    entries = select(load(args.source, filters.iterations), filters)
+    entries = select(load(kind, source, filters.iterations), filters)
     if not entries:
         console.print(Text(f"No match in {args.source} passes these filters."))
         return 0
@@ -118,6 +124,37 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     page_through(pages, console, console.input)
     return 0
+
+
+def read_source(source: Path) -> tuple[str, Path]:
+    """("run", its folder) or ("traces", the path): a run folder, one of its checkpoint
+    folders or its episodes.jsonl; a folder or file of match traces. Anything else is
+    refused, saying what it is and what `show` reads."""
+    from selfplay.core.commands.traces import is_trace_source, no_traces
+
+    source = Path(source)
+    if source.parent.name == "checkpoints" and _is_run(source.parent.parent):
+        return "run", source.parent.parent
+    if source.name == "episodes.jsonl" and source.is_file() and _is_run(source.parent):
+        return "run", source.parent
+    if _is_run(source):
+        return "run", source
+    if is_trace_source(source):
+        return "traces", source
+    runs = sorted(p for p in source.glob("*") if _is_run(p)) if source.is_dir() else []
+    if runs:
+        raise ConfigError(
+            f"{source} is not a run folder (no config.yaml) but holds run folders; pass one of "
+            f"them, e.g. selfplay show {runs[-1]}"
+        )
+    raise ConfigError(
+        f"{no_traces(source)}. `selfplay show` reads a run folder (runs/NAME), or the match "
+        "traces `selfplay eval --suite NAME --traces DIR` writes (DIR, or one of its .jsonl files)."
+    )
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / "config.yaml").is_file()
 
 
 def parse_iterations(text: str | None) -> tuple[int, int] | None:
@@ -137,12 +174,18 @@ def parse_iterations(text: str | None) -> tuple[int, int] | None:
     return low, high
 
 
-def learner_filter(source: Path, learner: str) -> str:
+def learner_filter(kind: str, source: Path, learner: str) -> str:
     """The seat-holder name of learner ``learner`` of the run in ``source``; refused, naming the
-    run's learners, when the run trained one shared policy or has no learner of that name."""
+    run's learners, when the run trained one shared policy or has no learner of that name, and
+    for traces, which hold one measured policy's matches."""
     from selfplay.core.run.run_folder import read_config
 
-    names = list(read_config(Path(source)).learners)
+    if kind == "traces":
+        raise ConfigError(
+            f"--learner {learner}: {source} holds suite match traces of one measured policy, "
+            "not a run's learners; drop --learner (--role shows one role's turns)."
+        )
+    names = list(read_config(source).learners)
     if not names:
         raise ConfigError(
             f"--learner {learner}: {source} trained one shared policy, not several learners; "
@@ -155,28 +198,42 @@ def learner_filter(source: Path, learner: str) -> str:
     return learner_seat(learner)
 
 
-def load(source: Path, iterations: tuple[int, int] | None = None) -> list[Entry]:
-    from selfplay.core.commands.traces import episode_of, is_trace_source, read_traces
+def load(kind: str, source: Path, iterations: tuple[int, int] | None = None) -> list[Entry]:
+    """The matches of ``source`` (`read_source`), each with the role the policy played."""
+    from selfplay.core.commands.traces import episode_of, read_traces
     from selfplay.core.run.episode_log import episode_iteration, episodes_file, iter_numbered
     from selfplay.core.run.run_folder import read_config
 
-    if is_trace_source(source):
+    if kind == "traces":
         if iterations is not None:
             raise ConfigError(
                 f"--iteration: {source} holds suite match traces, which have no iterations; "
                 "filter them with --role, --opponent, --outcome or --invalid."
             )
         return [
-            Entry(k, 0, episode_of(trace), _trace_label(trace))
+            Entry(k, 0, episode_of(trace), _trace_label(trace), _measured_role(trace))
             for k, (_, trace) in enumerate(read_traces(source), start=1)
         ]
-
     log = episodes_file(source)
-    matches = read_config(log.parent).matches
+    matches = read_config(source).matches
     return [
-        Entry(k, episode_iteration(ep, line, matches), ep)
+        Entry(k, episode_iteration(ep, line, matches), ep, side=_learner_role(ep))
         for k, (line, ep) in enumerate(iter_numbered(log), start=1)
     ]
+
+
+def _learner_role(episode: Episode) -> str | None:
+    """The first role a learner held (in self-play, where it holds every seat: the first)."""
+    return next((r for r, holder in episode.seats.items() if is_learner(holder)), None)
+
+
+def _measured_role(trace: dict[str, Any]) -> str | None:
+    """The role the measured policy played (traces before ``measured_role``: the first role
+    not held by a scripted player)."""
+    meta = trace["metadata"]
+    seats = zip(meta["roles"], trace["agents"], strict=True)
+    fallback = next((r for r, agent in seats if not str(agent).startswith("scripted:")), None)
+    return meta.get("measured_role", fallback)
 
 
 def _trace_label(trace: dict[str, Any]) -> str:
@@ -214,7 +271,7 @@ def _passes(entry: Entry, f: Filters) -> bool:
     if not f.outcome:
         return True
     side = f.role or next((r for r, holder in ep.seats.items() if holder == f.seat), None)
-    return outcome_of(ep, side or next(iter(ep.seats))) == f.outcome
+    return outcome_of(ep, side or entry.side or next(iter(ep.seats))) == f.outcome
 
 
 def outcome_of(episode: Episode, role: str) -> str:

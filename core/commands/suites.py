@@ -317,13 +317,15 @@ def cmd_suite(args: argparse.Namespace) -> int:
             "suite with its policy (selfplay eval --suite solver --model tiny)."
         )
     suite = find_suite(args.suite)
+    held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
+    if args.traces is not None:  # refused before the policy loads and any match is played
+        from selfplay.core.commands.traces import TraceWriter, trace_folder
+
+        trace_folder(args.traces, suite.name, [*args.phrasings, *held])
     policy, temperature, measured, config, folder = load_policy(args)
     bench = HostBench(policy, temperature, config=config, say=say)
     if args.traces is not None:
-        from selfplay.core.commands.traces import TraceWriter
-
         bench.traces = TraceWriter(args.traces, suite.name, measured)
-    held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
     apart = f", held out {' '.join(held)}" if held else ""
     say(f"suite {suite.name}: {measured}, phrasings {' '.join(args.phrasings)}{apart}")
     report = run_suite(suite, bench, args.seeds, args.matches, measured, args.phrasings, held)

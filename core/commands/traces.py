@@ -33,6 +33,7 @@ Action strings and states need the OpenSpiel extra; without it the integers are 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,37 @@ class TraceWriter:
                 }
                 out.write(json.dumps(trace_of(game, episode, meta), ensure_ascii=False) + "\n")
                 self.count += 1
+
+
+def trace_folder(folder: Path, suite: str, phrasings: Sequence[str]) -> Path:
+    """``folder/SUITE``, made before the policy loads: a ``--traces`` that names a file, lies
+    under one or cannot be written is refused while nothing has been played."""
+    target = Path(folder) / suite
+    found = next(p for p in (target, *target.parents) if p.exists())
+    if not found.is_dir():
+        raise ConfigError(
+            f"--traces {folder}: {found} is a file, not a folder; --traces names a folder "
+            f"(made if missing) that gets {suite}/PHRASING.jsonl: pass e.g. --traces traces/."
+        )
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"--traces {folder}: cannot make {target} ({err.strerror or err}); "
+            "pass a folder you can write to."
+        ) from None
+    if not os.access(target, os.W_OK):
+        raise ConfigError(
+            f"--traces {folder}: {target} is read-only; pass a folder you can write to."
+        )
+    for phrasing in phrasings:
+        file = target / f"{phrasing}.jsonl"
+        if file.exists() and not file.is_file():
+            raise ConfigError(
+                f"--traces {folder}: {file} is a folder, where the {phrasing} traces go; "
+                "move it away or pass another --traces folder."
+            )
+    return target
 
 
 def trace_of(game: Any, episode: Episode, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -157,32 +189,76 @@ def is_trace_source(path: Path) -> bool:
     """Whether ``path`` is a trace file or a folder of them (not a run folder)."""
     path = Path(path)
     if path.is_file():
-        return _first_is_trace(path)
+        return not_a_trace(path) is None
     if path.is_dir() and not (path / "config.yaml").exists():
-        return any(_first_is_trace(p) for p in sorted(path.rglob("*.jsonl")))
+        return any(not_a_trace(p) is None for p in _jsonl(path))
     return False
 
 
-def _first_is_trace(path: Path) -> bool:
+def not_a_trace(path: Path) -> str | None:
+    """Why file ``path`` holds no match traces, judged by its first line (None: it does)."""
     try:
-        with path.open() as f:
+        with path.open(encoding="utf-8") as f:
             first = f.readline()
-        return json.loads(first).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
+    except (OSError, UnicodeDecodeError) as err:
+        return f"it cannot be read as text: {getattr(err, 'strerror', None) or err}"
+    if not first.strip():
+        return "it is empty"
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return "its first line is not JSON"
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        return f'its first line is JSON without "format": "{FORMAT}"'
+    return None
+
+
+def no_traces(path: Path) -> str:
+    """What ``path``, neither a run folder nor match traces, is instead: for the refusal."""
+    path = Path(path)
+    if not path.exists():
+        return f"{path} does not exist"
+    if path.is_file():
+        return f"{path} is a file but not match traces ({not_a_trace(path)})"
+    files = _jsonl(path)
+    if not files:
+        empty = not any(path.iterdir())
+        return (
+            f"{path} is {'an empty folder' if empty else 'a folder'}: not a run folder (no "
+            "config.yaml) and holds no match traces (no .jsonl file)"
+        )
+    return (
+        f"{path} is not a run folder (no config.yaml), and no .jsonl file in it is a match "
+        f"trace ({files[0]}: {not_a_trace(files[0])})"
+    )
+
+
+def _jsonl(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
 
 
 def read_traces(path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """Every trace in a trace file, or in every trace file under a folder, with its file."""
+    """Every trace in a trace file, or in every trace file under a folder, with its file. A
+    last line cut short is read past with a warning; any other line that is not a trace is a
+    ConfigError naming its file and line (core/run/episode_log.py, `damaged`)."""
+    from selfplay.core.run.episode_log import damaged
+
     path = Path(path)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*.jsonl"))
+    files = [path] if path.is_file() else _jsonl(path)
     for file in files:
-        if not _first_is_trace(file):
+        if not_a_trace(file) is not None:
             continue
-        with file.open() as f:
-            for line in f:
-                if line.strip():
-                    yield file, json.loads(line)
+        with file.open(encoding="utf-8") as f:
+            for index, line in enumerate(f):
+                if not line.strip():
+                    continue
+                try:
+                    trace = json.loads(line)
+                    episode_of(trace)
+                except (ValueError, KeyError, TypeError, AttributeError) as err:
+                    damaged(file, index, line, "a match trace", err)
+                    continue
+                yield file, trace
 
 
 def episode_of(trace: dict[str, Any]) -> Episode:

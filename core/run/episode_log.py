@@ -10,10 +10,15 @@ Once scored, a match is written with its ``record`` (core/train/samples.py): the
 turn's share of every weighted reward term and what the rewards read (a judge's raw
 answers), so `selfplay show` and `selfplay export --format prm` need nothing but this file.
 Lines written before records existed have none; readers then count iterations by line.
+
+A last line cut short (a run killed while writing it; a resume cuts it off) is read past with a
+warning; any other line that is not an episode stops the reader with a ConfigError (exit 2)
+that names the file and the line.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -39,17 +44,34 @@ def iter_episodes(path: str | Path) -> Iterator[Episode]:
 
 
 def iter_numbered(path: str | Path) -> Iterator[tuple[int, Episode]]:
-    """(line index from 0, episode) for the episodes of ``path``; void lines count as lines."""
+    """(line index from 0, episode) for the episodes of ``path``; void lines count as lines.
+    A last line cut short is left out, with a warning (`damaged`)."""
     with Path(path).open(encoding="utf-8") as handle:
         for index, line in enumerate(handle):
-            if not line.strip():
-                continue
-            if line.startswith('{"void": true'):
+            if not line.strip() or line.startswith('{"void": true'):
                 continue
             try:
-                yield index, Episode.from_json(line)
-            except (ValueError, KeyError, TypeError) as err:
-                raise ValueError(f"{path}, line {index + 1}: not an episode ({err}).") from err
+                episode = Episode.from_json(line)
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                damaged(path, index, line, "an episode", err)
+                continue
+            yield index, episode
+
+
+def damaged(path: str | Path, index: int, line: str, what: str, err: Exception) -> None:
+    """A line that does not read as ``what``. Lines are written whole, each with its newline,
+    so a last line without one was cut short when its writer stopped (a crash, a kill): it is
+    left out with a warning on stderr. Any other such line is damage: a
+    ConfigError names the file and the line, and nothing is read past it."""
+    where = f"{path}, line {index + 1}"
+    if not line.endswith("\n"):
+        warning = f"warning: {where} is cut short (its writer stopped mid-line); read without it."
+        print(warning, file=sys.stderr, flush=True)
+        return
+    raise ConfigError(
+        f"{where} is not {what} ({type(err).__name__}: {err}); the file is damaged there: "
+        "keep a copy, remove that line and run this again."
+    ) from None
 
 
 def episodes_file(source: str | Path) -> Path:
