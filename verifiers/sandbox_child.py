@@ -2,9 +2,9 @@
 
 Started by ``code_sandbox.run_calls`` as ``python -s sandbox_child.py CONFIG_JSON``, in its own
 session, in a fresh working directory, with a scrubbed environment (``PYTHONHASHSEED`` set
-where the run asks for a hash seed). It uses only the standard library and its sibling
-``sandbox_confine.py``, loaded from its folder before confinement (it must not import the
-package, which is not readable once confined).
+where the run asks for a hash seed). It uses only the standard library and its siblings
+``sandbox_confine.py`` and ``sandbox_clocks.py``, loaded from its folder before confinement
+(it must not import the package, which is not readable once confined).
 
 In order, before any untrusted code runs (the confinements are in ``sandbox_confine``):
 1. the program and the calls to make are read from the working directory;
@@ -17,8 +17,9 @@ In order, before any untrusted code runs (the confinements are in ``sandbox_conf
 5. a seccomp filter: no storage outside the working directory (memfd, System V IPC),
    no mounts, no sockets but a connected stream pair, no inotify, no io_uring, and, unless
    subprocesses are allowed, no new processes (threads still work);
-6. with ``fake_clock``, the clocks of ``time`` and ``datetime`` start at that moment: two
-   runs set at different moments show a program whose result depends on the time;
+6. with ``fake_clock``, every clock of the standard library starts at that moment
+   (``sandbox_clocks``): two runs set at different moments show a program whose result
+   depends on the time;
 7. "ready" is written to the results pipe. Only then does the program run; then each call
    ``function(*args, **kwargs)``, and one ``results`` line reports, per call, the value it
    returned (in the tagged form of ``code_values``) or the exception it raised.
@@ -31,12 +32,10 @@ calls returned these plain values". Expected values never enter this process.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import resource
 import sys
-import time
 import traceback
 
 MIB = 1024 * 1024
@@ -132,39 +131,6 @@ def outcome(namespace: dict, call: list) -> list:
         return ["unencodable", describe(error)]
 
 
-def fake_clocks(start: float) -> None:
-    """Make the standard clocks run from ``start`` (seconds since the epoch) instead of now."""
-    now = time.time()  # every clock reads ``start`` now, then runs on
-    for name in ("time", "monotonic", "perf_counter", "clock_gettime"):
-        clock, clock_ns = getattr(time, name), getattr(time, f"{name}_ns")
-        shift = start - (now if name in ("time", "clock_gettime") else clock())
-        setattr(time, name, lambda *at, clock=clock, shift=shift: clock(*at) + shift)
-        nanos = int(shift * 1e9)
-        setattr(time, f"{name}_ns", lambda *at, clock=clock_ns, nanos=nanos: clock(*at) + nanos)
-    for name in ("localtime", "gmtime", "ctime"):
-        real = getattr(time, name)
-        setattr(time, name, lambda at=None, real=real: real(time.time() if at is None else at))
-    strftime, asctime = time.strftime, time.asctime
-    time.strftime = lambda form, t=None: strftime(form, time.localtime() if t is None else t)
-    time.asctime = lambda t=None: asctime(time.localtime() if t is None else t)
-
-    class Date(datetime.date):
-        @classmethod
-        def today(cls):
-            return cls.fromtimestamp(time.time())
-
-    class DateTime(datetime.datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return cls.fromtimestamp(time.time(), tz)
-
-        today = now
-        utcnow = classmethod(lambda cls: cls.now(datetime.timezone.utc).replace(tzinfo=None))
-
-    for module in (datetime, sys.modules.get("_datetime", datetime)):
-        module.date, module.datetime = Date, DateTime
-
-
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -187,7 +153,7 @@ def main(config: dict) -> None:
     with open(config["calls"]) as file:
         calls = json.load(file)
     limits = config["limits"]
-    confine = _sibling("sandbox_confine")
+    confine, clocks = _sibling("sandbox_confine"), _sibling("sandbox_clocks")
     if config["user_namespace"]:
         confine.mount_scratch(os.getcwd(), limits["disk_mb"])
         with open("program.py", "w") as file:  # for tracebacks
@@ -196,7 +162,7 @@ def main(config: dict) -> None:
     landlock = confine.apply_landlock(os.getcwd(), config["hidden"])
     seccomp = confine.apply_filter(processes=limits["allow_subprocesses"])
     if limits["fake_clock"] is not None:
-        fake_clocks(limits["fake_clock"])
+        clocks.fake_clocks(limits["fake_clock"])
     os.write(results_fd, f"ready landlock={landlock} seccomp={int(seccomp)}\n".encode())
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     try:

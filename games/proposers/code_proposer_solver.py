@@ -1,10 +1,11 @@
 """Code proposer/solver (Absolute Zero, Zhao et al. 2025): one model sets and solves code tasks.
 
     propose  the proposer writes a short deterministic Python function ``f`` and input(s) for a
-             task of the match's kind; the sandbox runs it ``len(RUNS)`` times, with clocks
-             set years apart and a different hash seed each time (``RUNS``): it must run,
-             give plain values the solver can write as literals, and give the same values
-             every time (so not depend on the time or on the order of a set of strings)
+             task of the match's kind; the sandbox runs it ``CHECK_RUNS`` times, with clocks
+             set years apart and hash seeds, all drawn from the match's seed
+             (`check_runs`): it must run, give plain values the solver can write as
+             literals, and give equal values every time (so not depend on the time or on
+             the order of a set of strings)
     solve    ``attempts`` solvers (roles ``solver_1`` ... ``solver_G``, each seeing the same
              prompt and nothing of the others) answer in turn:
              deduction  given f and the input, predict the output    (checked by equality)
@@ -62,12 +63,31 @@ from selfplay.verifiers.code_sandbox import Call, RunResult
 
 ATTEMPTS = 4
 CACHED_RUNS = 512
-# The check's runs: (clock, hash seed). The clocks start at 2001-09-09 01:46:40 and 2006-01-30
-# 13:28:41 UTC: every field differs, and the seconds between leave 1 by every k up to 12. The
-# seed orders a set of strings; four seeds miss a set of two about one time in eight. Fixed
-# seeds keep every run reproducible; solvers are judged under the first (docs/verifiers.md).
-CLOCKS = (1_000_000_000.25, 1_138_627_721.25)
-RUNS = ((CLOCKS[0], 1), (CLOCKS[1], 2), (CLOCKS[0], 3), (CLOCKS[1], 4))
+# The check's runs: (clock, hash seed), drawn from the match's seed, so that a proposer cannot
+# choose a function of the time, or a set of strings, that agrees under moments and seeds it
+# knows (both were fixed, and both were chosen), and a replay of the match draws the same.
+# The clocks come in two pairs, each a moment between 2000 and 2020 and the moment GAP seconds
+# later (4.4 years: every field of the date differs, and the whole seconds between leave 1 by
+# every k up to 12, so int(t) % k differs within a pair). A function that flips with the time
+# or a set's order passes all four about one time in eight; a rejected proposal costs the
+# proposer ``invalid_proposal_payoff``, so on average it pays to be deterministic. Solvers are
+# judged under the first run's clock and seed (docs/verifiers.md).
+CHECK_RUNS = 4
+GAP = 138_627_721
+MOMENTS = (946_684_800, 1_577_836_800)  # 2000-01-01 and 2020-01-01 UTC
+
+
+def check_runs(match_seed: int) -> tuple[tuple[float, int], ...]:
+    """The check's ``CHECK_RUNS`` (clock, hash seed) pairs in a match, from its seed."""
+    rng = random.Random(f"selfplay-code-check-{match_seed}")
+    seeds = rng.sample(range(1, 2**32), CHECK_RUNS)
+    clocks = []
+    for _ in range(CHECK_RUNS // 2):
+        moment = rng.randrange(*MOMENTS) + 0.25
+        clocks += [moment, moment + GAP]
+    return tuple(zip(clocks, seeds, strict=True))
+
+
 OFF = (
     "code-proposer-solver runs model-written Python and is off by default. Switch it on with "
     "--set game_options.allow_code_execution=true (programs run in the code verifier's "
@@ -244,11 +264,11 @@ class CodeProposerSolver(Game):
     def _proposed(self, state: CodeTaskState, action: str) -> CodeTaskState:
         proposal = parse_proposal(action, state.kind, self.options.induction_inputs)
         calls = [Call("f", args) for args in proposal.inputs]
-        runs = [self._run(proposal.program, calls, 1)]
-        for copy in range(2, len(RUNS) + 1):  # stop at the first run that differs
+        runs = [self._run(proposal.program, calls, state.seed, 1)]
+        for copy in range(2, CHECK_RUNS + 1):  # stop at the first run that differs
             if runs[-1].status != "ok" or _tagged(runs[-1]) != _tagged(runs[0]):
                 break
-            runs.append(self._run(proposal.program, calls, copy))
+            runs.append(self._run(proposal.program, calls, state.seed, copy))
         update: dict[str, Any] = {
             "program": proposal.program,
             "inputs": tuple(show_arguments(args) for args in proposal.inputs),
@@ -270,20 +290,21 @@ class CodeProposerSolver(Game):
             program, args = state.program or "", [read_arguments(action)]
         else:
             program, args = action, [read_arguments(text) for text in state.inputs]
-        result = self._run(program, [Call("f", a) for a in args], 1)
+        result = self._run(program, [Call("f", a) for a in args], state.seed, 1)
         if result.status != "ok":
             return result.status
         got = result.outcomes
         right = all(o.kind == "ok" and o.value == e for o, e in zip(got, expected, strict=False))
         return "pass" if right and len(got) == len(args) else "fail"
 
-    def _run(self, program: str, calls: list[Call], copy: int) -> RunResult:
-        """One sandbox run; remembered by (program, calls, copy), so a replay agrees."""
-        key = (program, tuple(repr(c) for c in calls), copy)
+    def _run(self, program: str, calls: list[Call], match_seed: int, copy: int) -> RunResult:
+        """The check's run ``copy`` (from 1) in a match; remembered by its program, calls,
+        clock and hash seed, so a replay agrees."""
+        clock, hash_seed = check_runs(match_seed)[copy - 1]
+        key = (program, tuple(repr(c) for c in calls), clock, hash_seed)
         if key in self._runs:
             self._runs.move_to_end(key)
             return self._runs[key]
-        clock, hash_seed = RUNS[copy - 1]
         result = self.runner().evaluate(program, calls, clock, hash_seed)
         self._runs[key] = result
         if len(self._runs) > CACHED_RUNS:
@@ -368,7 +389,7 @@ def _validity(runs: list[RunResult], timeout: float) -> tuple[str | None, tuple]
         failed = next((o for o in run.outcomes if o.kind != "ok"), None)
         if failed is not None:
             return f"f did not return a plain value: {failed.detail}", ()
-    if len(runs) < len(RUNS) or any(_tagged(run) != _tagged(runs[0]) for run in runs):
+    if len(runs) < CHECK_RUNS or any(_tagged(run) != _tagged(runs[0]) for run in runs):
         return "f is not deterministic: two runs returned different values.", ()
     outputs = []
     for outcome in runs[0].outcomes:
@@ -384,8 +405,19 @@ def _validity(runs: list[RunResult], timeout: float) -> tuple[str | None, tuple]
 
 
 def _tagged(run: RunResult) -> list[str | None]:
-    """Each call's value in tagged form (None if it did not return): here nan equals nan."""
-    return [code_values.dumps(o.value) if o.kind == "ok" else None for o in run.outcomes]
+    """Each call's value in tagged form (None if it did not return), compared as values are
+    judged: here nan equals nan, and dicts equal in any order (sets are already sorted)."""
+    return [code_values.dumps(_ordered(o.value)) if o.kind == "ok" else None for o in run.outcomes]
+
+
+def _ordered(value: Any) -> Any:
+    """``value`` with every dict's items in one order (by their tagged form)."""
+    if isinstance(value, dict):
+        pairs = [(_ordered(k), _ordered(v)) for k, v in value.items()]
+        return dict(sorted(pairs, key=lambda kv: code_values.dumps(kv[0])))
+    if isinstance(value, list | tuple):
+        return type(value)(_ordered(item) for item in value)
+    return value
 
 
 def _inputs(state: CodeTaskState, game: CodeProposerSolver) -> str:
