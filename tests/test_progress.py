@@ -286,3 +286,14 @@ def test_a_step_inside_a_run_shows_as_a_second_bar_and_leaves_none_behind():
         assert [task.description for task in shown.progress.tasks] == ["training"]
         shown.summary({}, {})
     assert not shown.live and said == []
+
+
+def test_iteration_lines_show_each_learners_loss_and_entropy(monkeypatch):
+    monkeypatch.setenv(EVERY_VARIABLE, "0")
+    shared = closing_text(row(1, loss=0.125, entropy=1.65))
+    assert "loss +0.1250  ent 1.65" in shared
+    learners = {"player_0/loss": -0.0021, "player_0/entropy": 1.65, "player_0/kl": 0.01}
+    learners |= {"player_1/loss": 0.5, "player_1/entropy": 1.62}
+    text = closing_text(row(1, **learners))
+    assert "player_0 loss -0.0021 ent 1.65  player_1 loss +0.5000 ent 1.62" in text
+    assert "ent 0.00" not in text  # the shared policy's column, which such a run has not

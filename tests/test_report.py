@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -152,3 +153,59 @@ def test_the_report_renders_in_a_headless_browser(two_runs, tmp_path):
     assert (pixels.min(axis=2) < 0.9).mean() > 0.03
     spread = pixels.max(axis=2) - pixels.min(axis=2)
     assert (spread > 0.3).mean() > 0.002
+
+
+def learners_run(folder: Path) -> None:
+    """``folder`` as a run of two learners leaves it: each one's update columns."""
+    learners = {"player_0": {}, "player_1": {"model": "tiny"}}
+    config = RunConfig(game="tictactoe", matches=1, learners=learners)
+    (folder / "config.yaml").write_text(config_text(config))
+    head = "iteration,mean_reward,invalid_rate,eval/player_0/random/win_rate"
+    names = [f"{n}/{m}" for n in learners for m in ("loss", "kl", "entropy")]
+    rows = [f"{i},0.1,0.5,{0.1 * i},{','.join(str(0.1 * i + k) for k in range(6))}" for i in (1, 2)]
+    (folder / "metrics.csv").write_text("\n".join([f"{head},{','.join(names)}", *rows]) + "\n")
+
+
+def test_a_report_of_several_learners_draws_each_ones_update(two_runs):
+    from selfplay.core.run import plots
+
+    folder = two_runs[0]
+    learners_run(folder)
+    assert main(["report", str(folder)]) == 0
+    assert 'alt="training"' in (folder / "report.html").read_text()  # NAME/loss, /kl, /entropy
+    labels: list[str] = []
+    ax = SimpleNamespace(plot=lambda *a, label, **k: labels.append(label) or [SimpleNamespace()])
+    ax.fill_between = ax.set_ylim = lambda *a, **k: None
+    panels = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "_figure", lambda runs, title, drawn: panels.update(drawn) or None)
+        run = plots.read_run(folder)
+        plots.training([run])
+        assert panels["entropy"](ax, run) == 2 and labels == ["player_0", "player_1"]
+        plots.win_rates([run])
+        panels[""](ax, run)
+    assert labels[-1] == "player_0/random"  # the learner and its opponent, not the learner twice
+
+
+def test_a_report_shows_the_phrasing_and_each_held_out_table_with_its_gaps(two_runs):
+    import json
+
+    folder = two_runs[0]
+    options = {"phrasing": "obfuscated", "compact": True}
+    config = RunConfig(game="tictactoe", matches=1, game_options=options)
+    (folder / "config.yaml").write_text(config_text(config))
+    figure = {"mean": 0.5, "min": 0.25, "max": 0.75, "std": 0.1}
+    held = {"no-menu": {"tictactoe/draw_rate": {**figure, "gap": 0.25}}}
+    report = {"suite": "solver", "measured": "model tiny", "seeds": [0], "matches": 4,
+              "phrasings": ["default", "reworded"], "figures": {"tictactoe/draw_rate": figure},
+              "held_out": held}  # fmt: skip
+    (folder / "suites").mkdir()
+    (folder / "suites" / "solver.json").write_text(json.dumps(report))
+    (folder / "suites" / "solver.player_1.json").write_text(json.dumps(report))
+    assert main(["report", str(folder)]) == 0
+    page = (folder / "report.html").read_text()
+    settings = page.split("<table>")[1].split("</table>")[0]
+    assert "<th>phrasing</th>" in settings and "<td>obfuscated</td>" in settings
+    held = page.split("<h3>Held out: no-menu</h3>")[1].split("</table>")[0]
+    assert "<th>gap</th>" in held and "<td>+0.250</td>" in held
+    assert "held out no-menu" in page and "<h2>Suite solver (learner player_1): alpha</h2>" in page

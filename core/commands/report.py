@@ -3,12 +3,13 @@
     selfplay report runs/NAME                  -> runs/NAME/report.html
     selfplay report runs/A runs/B --out ab.html
 
-The page holds the runs' settings (in a run of several learners, each learner's roles, model
-and objective: the page covers every learner, so the command takes no ``--learner``), every
-figure of `selfplay.core.run.plots` as an embedded PNG (curves of several runs overlay), the
-evaluation suites measured on each run (``selfplay eval --suite NAME RUN_DIR`` saves them in
-``RUN_DIR/suites/NAME.json``: each figure's mean over seeds and phrasings, its min-max and
-standard deviation), and a few transcripts of the first and the last iteration of each run.
+The page holds the runs' settings (the phrasing each trained under; in a run of several
+learners, each learner's roles, model and objective: the page covers every learner, so the
+command takes no ``--learner``), every figure of `selfplay.core.run.plots` as an embedded PNG
+(curves of several runs overlay), the evaluation suites measured on each run (``selfplay eval
+--suite NAME RUN_DIR`` saves them in ``RUN_DIR/suites/NAME.json``: each figure's mean over seeds
+and phrasings, its min-max and standard deviation; each held-out phrasing apart, with its gap),
+and a few transcripts of the first and the last iteration of each run.
 Nothing is fetched when it is opened: no script, no font, no stylesheet from elsewhere; it can
 be mailed or archived as one file. Text a model wrote is escaped, so it shows as text and never
 acts as markup.
@@ -106,16 +107,25 @@ def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
     from selfplay.core.run.run_folder import read_config_data
 
     rows = ["<table><tr><th>run</th>", *(f"<th>{k}</th>" for k in SETTINGS)]
-    rows.append("<th>iterations</th><th>last mean reward</th></tr>")
+    rows.append("<th>phrasing</th><th>iterations</th><th>last mean reward</th></tr>")
     for folder, label, run in zip(folders, labels, runs, strict=True):
         data = read_config_data(folder)
         cells = "".join(f"<td>{_e(str(data.get(key, '')))}</td>" for key in SETTINGS)
+        cells += f"<td>{_e(_phrasing(data))}</td>"
         done = len(run.columns.get("iteration", []))
         _, reward = run.series("mean_reward")
         last = f"{reward[-1]:+.3f}" if reward else ""
         rows.append(f"<tr><td>{_e(label)}</td>{cells}<td>{done}</td><td>{last}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
+
+
+def _phrasing(data: dict[str, Any]) -> str:
+    """The prompt wording the run trained under (``game_options.phrasing``)."""
+    from selfplay.api.game import DEFAULT_PHRASING
+
+    options = data.get("game_options")
+    return str((options if isinstance(options, dict) else {}).get("phrasing", DEFAULT_PHRASING))
 
 
 def _learners(folder: Path, label: str) -> list[str]:
@@ -161,34 +171,52 @@ def _ratings(folder: Path, label: str) -> list[str]:
 
 
 def _suites(folder: Path, label: str) -> list[str]:
-    """Each suite report saved in the run folder: every figure's mean and spread."""
+    """Each suite report saved in the run folder: every figure's mean and spread, and each
+    held-out phrasing apart with its gap to the pooled mean."""
     from selfplay.core.commands.suites import saved_reports
 
     parts = []
     for report in saved_reports(Path(folder)):
         seeds = " ".join(str(s) for s in report.get("seeds", []))
+        pooled = " ".join(report.get("phrasings", ["default"]))
+        held = " ".join(report.get("held_out", {}))
         about = (
-            f"{report.get('measured', '')} · seeds {seeds} · phrasings "
-            f"{' '.join(report.get('phrasings', ['default']))} · {report.get('matches', '')} "
+            f"{report.get('measured', '')} · seeds {seeds} · phrasings {pooled}"
+            f"{f' · held out {held}' if held else ''} · {report.get('matches', '')} "
             f"matches per opponent · {report.get('seconds', '')} s"
         )
-        table = ["<table><tr><th>figure</th><th>mean</th><th>min – max</th><th>std</th></tr>"]
-        for name, figure in report["figures"].items():
-            try:
-                mean, low, high, std = (float(figure[k]) for k in ("mean", "min", "max", "std"))
-            except (KeyError, TypeError, ValueError):
-                continue
-            table.append(
-                f"<tr><td>{_e(name)}</td><td>{mean:.3f}</td><td>{low:.3f} – {high:.3f}</td>"
-                f"<td>{std:.3f}</td></tr>"
-            )
-        table.append("</table>")
+        learner = f" (learner {report['learner']})" if report.get("learner") else ""
         parts += [
-            f"<h2>Suite {_e(report.get('suite', '?'))}: {_e(label)}</h2>",
+            f"<h2>Suite {_e(report.get('suite', '?'))}{_e(learner)}: {_e(label)}</h2>",
             f'<p class="muted">{_e(about)}</p>',
-            "".join(table),
+            _figures_table(report["figures"]),
         ]
+        for phrasing, figures in report.get("held_out", {}).items():
+            parts += [
+                f"<h3>Held out: {_e(phrasing)}</h3>",
+                f'<p class="muted">gap = the mean under {_e(pooled)} minus the mean under '
+                f"{_e(phrasing)}: what the score owes to the familiar wording</p>",
+                _figures_table(figures, gaps=True),
+            ]
     return parts
+
+
+def _figures_table(figures: Any, gaps: bool = False) -> str:
+    head = ("figure", "mean", "min – max", "std", *(("gap",) if gaps else ()))
+    table = ["<table><tr>", *(f"<th>{h}</th>" for h in head), "</tr>"]
+    for name, figure in (figures if isinstance(figures, dict) else {}).items():
+        try:
+            mean, low, high, std = (float(figure[k]) for k in ("mean", "min", "max", "std"))
+            gap = f"<td>{float(figure['gap']):+.3f}</td>" if gaps and "gap" in figure else ""
+        except (KeyError, TypeError, ValueError):
+            continue
+        gap = gap or ("<td></td>" if gaps else "")
+        table.append(
+            f"<tr><td>{_e(name)}</td><td>{mean:.3f}</td><td>{low:.3f} – {high:.3f}</td>"
+            f"<td>{std:.3f}</td>{gap}</tr>"
+        )
+    table.append("</table>")
+    return "".join(table)
 
 
 def _number(text: str) -> str:

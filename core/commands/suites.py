@@ -298,7 +298,8 @@ def saved_path(run_folder: Path, suite: str, learner: str | None = None) -> Path
 
 
 def saved_reports(run_folder: Path) -> list[dict[str, Any]]:
-    """The suite reports saved in ``run_folder``, by file name; unreadable ones are skipped."""
+    """The suite reports saved in ``run_folder``, by file name, each with its ``learner`` (of
+    ``NAME.LEARNER.json``; None for the shared policy); unreadable ones are skipped."""
     reports = []
     for path in sorted((run_folder / SAVED).glob("*.json")):
         try:
@@ -306,6 +307,8 @@ def saved_reports(run_folder: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if isinstance(report, dict) and isinstance(report.get("figures"), dict):
+            named = path.stem.removeprefix(f"{report.get('suite')}.")
+            report.setdefault("learner", None if named == path.stem else named)
             reports.append(report)
     return reports
 

@@ -2,7 +2,8 @@
 
 Each figure is a function of the runs (`RunData`, one or several: their curves overlay, one
 colour per run) that returns PNG bytes, or None when no run has its metrics (a game without
-scripted players has no evaluation curve; only a pool sampler logs Elo ratings). `selfplay
+scripted players has no evaluation curve; only a pool sampler logs Elo ratings); a run of
+several learners gets a line per learner (``NAME/loss``, ``eval/NAME/OPPONENT/...``). `selfplay
 report` embeds them in one HTML page; at the end of every run `write_plots` saves them as
 ``RUN_DIR/plots/*.png`` when matplotlib is installed (``SELFPLAY_PLOTS=0`` turns that off).
 """
@@ -22,6 +23,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.core.stats import wilson
 
 INSTALL = 'pip install "selfplay-rl[report]"'
+METRICS = ("loss", "kl", "entropy")  # the update's, drawn per learner
 COUNTERS = {"asked", "unparsable", "stripped", "copies", "passed", "error", "checked"}
 
 
@@ -166,7 +168,7 @@ def win_rates(runs: Sequence[RunData]) -> bytes | None:
             x, y = run.series(key)
             if not x:
                 continue
-            opponent = key.split("/")[1]
+            opponent = key.removeprefix("eval/").removesuffix("/win_rate")  # LEARNER/OPPONENT
             label = f"{run.label}: {opponent}" if several else opponent
             (line,) = ax.plot(x, y, marker=".", label=label)
             _, low = run.series(key + "_low")
@@ -202,12 +204,17 @@ def rewards(runs: Sequence[RunData]) -> bytes | None:
 
 
 def training(runs: Sequence[RunData]) -> bytes | None:
-    several = len(runs) > 1
-    return _figure(
-        runs,
-        "The update: loss, KL to the reference, entropy",
-        [(k, _lines(lambda r, k=k: [k], lambda k: k, several)) for k in ("loss", "kl", "entropy")],
-    )
+    """Loss, KL and entropy: the shared policy's columns, or each learner's (``NAME/loss``)."""
+
+    def keys(run: RunData, metric: str) -> list[str]:
+        learners = [k.removesuffix("/loss") for k in run.keys("", "/loss") if k.count("/") == 1]
+        return [metric, *(f"{name}/{metric}" for name in learners)]
+
+    def learner(key: str) -> str:  # "loss" for the shared policy
+        return key.split("/")[0]
+
+    panels = [(m, _lines(lambda r, m=m: keys(r, m), learner, len(runs) > 1)) for m in METRICS]
+    return _figure(runs, "The update: loss, KL to the reference, entropy", panels)
 
 
 def exploitability(runs: Sequence[RunData]) -> bytes | None:

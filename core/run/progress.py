@@ -151,13 +151,8 @@ class Phase:
         every: float | None = None,
         quiet: bool = False,
     ) -> None:
-        self.label, self.say, self.console, self.display, self.every = (
-            label,
-            say,
-            console,
-            display,
-            every,
-        )
+        self.label, self.say, self.console = label, say, console
+        self.display, self.every = display, every
         self.quiet = quiet  # off a terminal, a step shorter than `every` prints nothing
         self.ticker: Ticker | None = None
         self.task: Any = None
@@ -197,9 +192,7 @@ class RunDisplay:
     def __init__(
         self, config: Any, folder: Any, console: Console | None = None, enabled: bool = True
     ) -> None:
-        self.config = config
-        self.folder = folder
-        self.enabled = enabled
+        self.config, self.folder, self.enabled = config, folder, enabled
         self.console = console or Console(stderr=True)
         self.last_eval = ""
         self.fired: dict[str, int] = {}  # monitor column -> the first iteration it fired
@@ -227,8 +220,7 @@ class RunDisplay:
         self.console.print(
             f"[bold]selfplay run[/bold] game={c.game} model={c.model} opponent={c.opponent} "
             f"{estimator}objective={c.objective} matches={c.matches} "
-            f"iterations={c.iterations} "
-            f"-> {self.folder.path}"
+            f"iterations={c.iterations} -> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
         from selfplay.core.run.recipes import recipe_line, recipe_notes
@@ -285,12 +277,8 @@ class RunDisplay:
                 f"{o} {row[f'eval/{o}/win_rate']:.2f}/{row.get(f'eval/{o}/non_loss_rate', 0):.2f}"
                 for o in opponents
             )
-        losses = [k for k in row if k == "loss" or k.endswith("/loss")]
-        loss = "  ".join(f"{k} {row[k]:+.4f}" for k in losses) or f"loss {0:+.4f}"
-        status = (
-            f"reward {row['mean_reward']:+.3f}  invalid {row['invalid_rate']:.2f}"
-            f"  {loss}  ent {row.get('entropy', 0):.2f}"
-        )
+        status = f"reward {row['mean_reward']:+.3f}  invalid {row['invalid_rate']:.2f}"
+        status += f"  {update_status(row)}"
         if self.last_eval:
             status += f"  eval win/non-loss: {self.last_eval}"
         self.progress.update(self.task, advance=1, status=status)
@@ -328,6 +316,18 @@ class RunDisplay:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def update_status(row: dict[str, Any]) -> str:
+    """``loss L  ent E`` of the update; with several learners, each one's own columns
+    (``NAME/loss``, ``NAME/entropy``): ``NAME loss L ent E``."""
+    names = [k.removesuffix("/loss") for k in row if k.endswith("/loss") and k.count("/") == 1]
+    if not names:
+        return f"loss {row.get('loss', 0):+.4f}  ent {row.get('entropy', 0):.2f}"
+    return "  ".join(
+        f"{n} loss {row.get(f'{n}/loss', 0):+.4f} ent {row.get(f'{n}/entropy', 0):.2f}"
+        for n in names
+    )
 
 
 def _uses_advantages(objective: str) -> bool:
