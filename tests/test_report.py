@@ -209,3 +209,41 @@ def test_a_report_shows_the_phrasing_and_each_held_out_table_with_its_gaps(two_r
     held = page.split("<h3>Held out: no-menu</h3>")[1].split("</table>")[0]
     assert "<th>gap</th>" in held and "<td>+0.250</td>" in held
     assert "held out no-menu" in page and "<h2>Suite solver (learner player_1): alpha</h2>" in page
+
+
+def test_a_damaged_summary_is_left_out_with_a_warning(two_runs, capsys):
+    (two_runs[0] / "summary.json").write_text('{"after": {"random": ')  # cut short
+    assert main(["report", str(two_runs[0])]) == 0
+    said = "".join(capsys.readouterr().err.split())
+    assert "summary.jsondoesnotread" in said and "leftout" in said
+    assert (two_runs[0] / "report.html").is_file()
+
+
+def test_out_names_a_folder_or_is_refused_before_any_figure_is_drawn(
+    two_runs, tmp_path, capsys, monkeypatch
+):
+    from selfplay.core.run import plots
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    assert main(["report", str(two_runs[0]), "--out", str(folder)]) == 0
+    assert (folder / "report.html").is_file()  # FOLDER/report.html
+    (tmp_path / "notes").write_text("kept\n")
+    monkeypatch.setattr(plots, "figures", lambda runs: pytest.fail("drew before --out was checked"))
+    assert main(["report", str(two_runs[0]), "--out", str(tmp_path / "notes" / "r.html")]) == 2
+    said = "".join(capsys.readouterr().err.split())
+    assert f"{tmp_path / 'notes'}isafile,notafolder".replace(" ", "") in said
+    assert (tmp_path / "notes").read_text() == "kept\n"
+
+
+def test_what_is_not_a_run_is_named(two_runs, tmp_path, capsys):
+    def refused(path) -> str:
+        assert main(["report", str(path)]) == 2
+        return "".join(capsys.readouterr().err.split())
+
+    assert f"holdsruns({two_runs[1]})".replace(" ", "") in refused(tmp_path)
+    assert "doesnotexist" in refused(tmp_path / "missing")
+    traces = tmp_path / "traces" / "solver"
+    traces.mkdir(parents=True)
+    (traces / "default.jsonl").write_text('{"format": "open_spiel.match_trace"}\n')
+    assert "holdsmatchtraces,notarun(selfplayshow" in refused(tmp_path / "traces")

@@ -136,3 +136,19 @@ def test_a_runs_own_game_is_measured_with_the_runs_options():
     assert bench.game("tictactoe").options.compact  # the prompt form the run learned
     assert not HostBench(policy=None).game("tictactoe").options.compact  # type: ignore[arg-type]
     assert bench.game("kuhn-poker").name == "kuhn-poker"  # another game: its defaults
+
+
+def test_an_unknown_phrasing_is_refused_before_the_policy_loads(capsys, monkeypatch):
+    import selfplay.core.commands.suites as suites
+
+    def no_model(args):
+        raise AssertionError("the policy loaded before the phrasings were checked")
+
+    monkeypatch.setattr(suites, "load_policy", no_model)
+    args = ["eval", "--suite", "solver", "--model", "tiny", "--seeds", "0"]
+    assert main([*args, "--phrasings", "default", "obfuscted"]) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--phrasings/--held-out obfuscted: tictactoe (a game of suite solver)" in said
+    assert "its phrasings: default, reworded, obfuscated, no-menu" in said
+    assert main([*args, "--held-out", "menu"]) == 2
+    assert "--held-out menu" in " ".join(capsys.readouterr().err.split())

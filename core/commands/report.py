@@ -21,6 +21,7 @@ import argparse
 import base64
 import csv
 import html
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,12 @@ SETTINGS = ("game", "model", "reward", "opponent", "estimator", "objective", "ma
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders (several: compared)")
-    add("--out", type=Path, help="the HTML file; default RUN_DIR/report.html, or ./report.html")
+    add(
+        "--out",
+        type=Path,
+        help="the HTML file (a folder: FOLDER/report.html); default RUN_DIR/report.html, or "
+        "./report.html for several runs",
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -57,7 +63,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def write_report(folders: list[Path], out: Path) -> Path:
     from selfplay.core.run.plots import figures, read_run
 
-    labels = _labels(folders)
+    labels, out = _labels(folders), _out_file(Path(out))
     runs = [read_run(folder, label) for folder, label in zip(folders, labels, strict=True)]
     drawn = figures(runs)
     parts = [
@@ -83,9 +89,26 @@ def write_report(folders: list[Path], out: Path) -> Path:
         parts.append(f"<h2>Transcripts: {_e(label)}</h2>")
         parts.extend(_transcripts(folder))
     parts.append("</body></html>")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(parts), encoding="utf-8")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(parts), encoding="utf-8")
+    except OSError as err:
+        why = err.strerror or err
+        raise ConfigError(f"Cannot write {out} ({why}); pass another --out.") from None
+    return out
+
+
+def _out_file(out: Path) -> Path:
+    """``out``, or ``out/report.html`` where it names a folder; refused before any work where
+    it lies under a file or in a read-only folder."""
+    out = out / "report.html" if out.is_dir() else out
+    found = next(p for p in (out.parent, *out.parent.parents) if p.exists())
+    if not found.is_dir():
+        raise ConfigError(
+            f"--out {out}: {found} is a file, not a folder; pass e.g. --out report.html."
+        )
+    if not os.access(found, os.W_OK):
+        raise ConfigError(f"--out {out}: {found} is read-only; pass a path you can write to.")
     return out
 
 
@@ -93,14 +116,26 @@ def _labels(folders: list[Path]) -> list[str]:
     """The runs' folder names, made unique with their parents when two share a name."""
     for folder in folders:
         if not (Path(folder) / "config.yaml").is_file():
-            raise ConfigError(
-                f"{folder} is not a run folder (no config.yaml); pass folders such as runs/NAME."
-            )
+            raise ConfigError(f"{_not_a_run(Path(folder))}; pass run folders such as runs/NAME.")
     names = [Path(f).name for f in folders]
     return [
         f"{Path(f).parent.name}/{n}" if names.count(n) > 1 else n
         for f, n in zip(folders, names, strict=True)
     ]
+
+
+def _not_a_run(folder: Path) -> str:
+    """What ``folder``, which has no config.yaml, is instead."""
+    from selfplay.core.commands.traces import is_trace_source
+
+    if not folder.exists():
+        return f"{folder} does not exist"
+    runs = sorted(p for p in folder.glob("*/config.yaml")) if folder.is_dir() else []
+    if runs:
+        return f"{folder} is not a run folder (no config.yaml) but holds runs ({runs[-1].parent})"
+    if is_trace_source(folder):
+        return f"{folder} holds match traces, not a run (selfplay show {folder} reads them)"
+    return f"{folder} is not a run folder (no config.yaml)"
 
 
 def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +69,13 @@ def read_run(path: Path, label: str | None = None) -> RunData:
     if (path / "crossplay.csv").is_file():
         with (path / "crossplay.csv").open(newline="", encoding="utf-8") as handle:
             crossplay = list(csv.DictReader(handle))
-    summary = {}
-    if (path / "summary.json").is_file():
-        import json
-
+    summary: dict[str, Any] = {}
+    try:
         summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as err:  # drawn without the closing table's figure
+        print(f"warning: {path / 'summary.json'} does not read ({err}); left out.", file=sys.stderr)
     return RunData(path, label or path.name, columns, crossplay, summary)
 
 
