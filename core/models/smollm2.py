@@ -6,7 +6,10 @@ touches the network. That package is a plugin for another tool and imports softw
 not need, so it is installed with ``--no-deps`` and never imported: we only find its folder
 with ``importlib.util.find_spec``. transformers reads the file (``gguf_file=``, which needs
 the ``gguf`` package) and de-quantises it to a float32 ``LlamaForCausalLM`` with 135M
-parameters, a chat template and ``<|im_end|>`` as its end of turn.
+parameters, a chat template and ``<|im_end|>`` as its end of turn. It is asked to de-quantise
+outright (``GgufConfig(dequantize=True)`` where transformers has it), so the model it gives
+is an ordinary float32 model: ``save_pretrained`` writes it as safetensors, which `selfplay
+export` and a vLLM server need (a model still marked as GGUF-quantised refuses to be saved).
 """
 
 from __future__ import annotations
@@ -57,11 +60,23 @@ def load_smollm2(device: str | None = None) -> tuple[Any, Any]:
 
     folder, name = gguf_location()
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, local_files_only=True, **_dequantized()
+    )
     if device is not None:
         model = model.to(device)
     model.eval()
     return model, tokenizer
+
+
+def _dequantized() -> dict[str, Any]:
+    """The loading option that unpacks every GGUF weight into a plain float tensor and drops
+    the quantisation marks; transformers 4 has no such option, and always unpacks."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
 
 
 def load_smollm2_policy(device: str | None = None, **options: Any) -> HFPolicy:
