@@ -9,18 +9,21 @@ The rules, with tables, are in docs/verifiers.md (section 1). A reply's answer s
   character or command, as LaTeX reads it);
 - every answer line (``answer: ...``, ``answer is ...``, ``the final answer is ...``);
 - what holds a box: an outer box, an answer line, the maths (``$...$``, ``\\(...\\)``,
-  ``\\[...\\]``) around it, a short line; read with the box's content in its place
-  (``\\boxed{3 - \\boxed{1}}`` states ``3 - 1`` and 1), or as the box alone where the box is
-  one whole side of an equation (``$P(A) = \\boxed{1/2}$``). One that cannot be read is prose.
+  ``\\[...\\]``) around it, a short line; what it states is ``box_holders.reading``: the box
+  alone where it is one whole side of an equation (``$P(A) = \\boxed{1/2}$``), else the
+  holder with the box's content in its place (``\\boxed{3 - \\boxed{1}}`` states ``3 - 1``
+  and 1). One that cannot be read is prose, unless a connective bears on its box
+  (``$x = \\pm\\boxed{3}$``): then it is a different answer, like a box. A holder of
+  several boxes side by side is read in parts, one box each (``x = -\\boxed{3} or
+  \\boxed{3}`` states -3 and 3).
 
 The final answer is the action, else the box that closes last, else the last answer line,
 else a reply of one line of at most ``SHORT_LINE_CHARS`` characters; otherwise there is none,
 however many numbers the text mentions (never "the last number anywhere"). Every other
 statement must state the same value (the verifier decides, from ``Statements``), or the reply
-hedges. So does prose that offers another value: after a statement, up to the next one, a
-hedge word (``HEDGE_WORDS``) followed by a value (a digit, a number word, maths), as in ``The
-answer is $\\boxed{2}$, or possibly 3.`` (``Statements.hedge``); the working before the first
-statement is free.
+hedges. So does prose that offers another value after a statement (``hedges``: ``The answer
+is $\\boxed{2}$, or possibly 3.``, ``3 is also possible``): each value offered must equal the
+final answer (``Statements.offers``); the working before the first statement is free.
 
 The whole reply is read in time linear in its length: every pattern is linear, braces are
 matched in one pass, a statement is cut at ``MAX_ANSWER_CHARS`` + 1 characters, at most
@@ -30,11 +33,35 @@ matched in one pass, a statement is cut at ``MAX_ANSWER_CHARS`` + 1 characters, 
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from selfplay.verifiers.replies.box_holders import BOX, one_box, parts, reading
+from selfplay.verifiers.replies.hedges import (
+    HEDGE,
+    MAX_OFFERS,
+    Offer,
+    hedge_detail,
+    hedge_word,
+    offers_in,
+    prose_hedge_detail,
+    prose_offers,
+    too_many_offers,
+)
+
+__all__ = [
+    "HEDGE",
+    "ParseError",
+    "Statements",
+    "extract_answer",
+    "find_statements",
+    "hedge_detail",
+    "hedge_word",
+    "join_digit_groups",
+    "prose_hedge_detail",
+]
 
 MAX_ANSWER_CHARS = 400
 SHORT_LINE_CHARS = 200
@@ -44,7 +71,6 @@ MAX_STATEMENT_COUNT = 1000  # statements in all (boxes and answer lines): more i
 ANSWER_LINE = re.compile(
     r"(?im)\b(?:final[ \t]+answer|answer)[ \t]*(?:is\b[ \t]*:?|:|=)[ \t]*(?P<answer>\S[^\n]*)$"
 )
-BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])[ \t]*")
 ASK = re.compile(r"\s*ask\s*:", re.IGNORECASE)
 COMMAND = re.compile(r"\\[A-Za-z]+|\\.")
 FLAT_BRACES = re.compile(r"\{[^{}]*\}")
@@ -53,26 +79,16 @@ BULLET = re.compile(r"^\s*[-*+\u2022]\s+")
 MATH_OPEN = re.compile(r"\$\$?|\\\(|\\\[")
 MATH_CLOSE = {"$": re.compile(r"\$"), "$$": re.compile(r"\$\$"), "\\(": re.compile(r"\\\)")}
 MATH_CLOSE["\\["] = re.compile(r"\\\]")
-SIDE_END = re.compile(r"[\s$.,;]*(?:\\[)\]][\s$.,;]*)?$")  # after a box that ends a statement
-EQUALS_BEFORE = re.compile(r"(?<![<>!=])=[\s$]*\Z")
 SPACES = re.compile(r"\s+")
-# Matched on lowered text (case-blind patterns are slow on long replies).
-HEDGE_WORDS = re.compile(
-    r"\b(?:or|maybe|possibly|perhaps|probably|either|alternatively|otherwise|unless)\b"
-)
-NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
-    "eighty ninety hundred thousand million billion half halves third thirds quarter quarters"
-)
-VALUE_MARK = re.compile(r"[\d$]|\\[(\[a-z]")  # a digit, or maths
-NUMBER_WORD = re.compile(rf"(?<![a-z0-9_])(?:{'|'.join(NUMBER_WORDS.split())})(?![a-z0-9_])")
 # A digit group is 1,000 or 12,345,678: a first group of one to three digits not starting
 # with 0, then groups of exactly three, all after the same separator (0,500 and 1,00 are not).
+# Inside brackets a plain comma separates items ([1,100] is an interval), so it groups only
+# outside them; the other separators group everywhere.
 SEPARATOR = r"(?:,|\{,\}|\\,|\\ |\\thinspace\s*|[\u00a0\u2007\u2009\u202f])"
 DIGIT_GROUPS = re.compile(
     rf"(?<![\d.])\d{{1,3}}(?P<sep>{SEPARATOR})\d{{3}}(?:(?P=sep)\d{{3}})*(?!\d|(?P=sep)\d)"
 )
+BRACKETS = re.compile(r"\\\{|\\\}|[(\[\])]")
 
 
 class ParseError(ValueError):
@@ -84,9 +100,9 @@ class Statements:
     """The final answer of a reply and its other statements (each distinct one once)."""
 
     final: str
-    boxes: tuple[str, ...] = ()  # other boxed statements: a box always states an answer
-    lines: tuple[str, ...] = ()  # other answer lines: prose when the grammar cannot read them
-    hedge: str = ""  # prose that offers another value ("or possibly 3"), if any
+    boxes: tuple[str, ...] = ()  # other boxes, and holders a connective taints: answers
+    lines: tuple[str, ...] = ()  # other answer lines and holders: prose when unreadable
+    offers: tuple[Offer, ...] = ()  # values the prose offers: each must equal the final
 
     @property
     def others(self) -> tuple[str, ...]:
@@ -117,12 +133,21 @@ def find_statements(
         )
     boxed = [BOX.search(m["answer"], 0, MAX_ANSWER_CHARS + 1) is not None for m in matches]
     plain = [m for m, has_box in zip(matches, boxed, strict=True) if not has_box]
-    holders = [_cut(m["answer"]) for m, has_box in zip(matches, boxed, strict=True) if has_box]
-    holders = [line for line in holders + _around_boxes(text, found) if _one_box(line)]
-    raw_lines = [_cut(m["answer"]) for m in plain] + holders
-    read = _readings([box[2] for box in found if box[2] is not None] + raw_lines)
-    boxes = [None if box[2] is None else read[box[2]] for box in found]
-    lines = [read[line].strip() for line in raw_lines]
+    answer_holders = [
+        (_cut(m["answer"]), "answer") for m, has_box in zip(matches, boxed, strict=True) if has_box
+    ]
+    around = _around_boxes(text, found)
+    holders, several = [], []
+    for holder in answer_holders + [h[:2] for h in around]:
+        (holders if one_box(holder[0]) else several).append(holder)
+    holders += [(part, "part") for text, _ in several for part in parts(text)]
+    contents = [(box[2], "box") for box in found if box[2] is not None]
+    read = _readings(contents + holders)
+    boxes = [None if box[2] is None else read[box[2], "box"][0] for box in found]
+    plain_lines = [_cut(m["answer"]) for m in plain]
+    tainted = [read[h][0] for h in holders if read[h][1]]
+    lines = [line.strip() for line in plain_lines]
+    lines += [read[h][0].strip() for h in holders if not read[h][1]]
     if action is not None:
         final = action[0]
     elif boxes:
@@ -142,76 +167,46 @@ def find_statements(
             "or as the whole reply on one short line."
         )
     spans = [(start, end) for end, start, _ in found] + [m.span() for m in plain]
+    spans += [h[2] for h in around if h[1] == "maths"]
     spans += [action[1]] if action is not None else []
-    hedge = _prose_hedge(text, spans) or _hedged_line(raw_lines[: len(plain)], holders, matches)
+    offers = prose_offers(text, spans) + [o for line in plain_lines for o in offers_in(line)]
+    if len({offer.value for offer in offers}) > MAX_OFFERS:
+        offers = [too_many_offers()]
     seen = {_key(final)}
-    other_boxes = _distinct(("\\boxed{" if box is None else box for box in boxes), seen)
+    other_boxes = _distinct(["\\boxed{" if box is None else box for box in boxes] + tainted, seen)
     other_lines = _distinct(lines, seen)
     if len(other_boxes) + len(other_lines) > MAX_STATEMENTS:
         raise _too_many()
-    return Statements(final.strip(), tuple(other_boxes), tuple(other_lines), hedge)
-
-
-def unboxed(statement: str) -> str:
-    """What a statement holding boxes states: the box alone where it is one whole side of an
-    equation (``P(A) = \\boxed{1/2}`` states 1/2), else the whole statement with each box
-    read as its content (``3 - \\boxed{1}`` states ``3 - 1``, ``\\boxed{\\boxed{3}}`` 3)."""
-    boxes = list(BOX.finditer(statement))
-    if not boxes:
-        return statement
-    pairs = _matching_braces(statement)
-    last, close = boxes[-1], pairs.get(boxes[-1].end())
-    side = close is not None and SIDE_END.match(statement, close + 1) is not None
-    if side and EQUALS_BEFORE.search(statement, 0, last.start()):
-        return unboxed(statement[last.end() + 1 : close])
-    dropped: dict[int, str] = {}
-    for box in boxes:
-        dropped.update(dict.fromkeys(range(box.start(), box.end()), ""))
-        dropped[box.start()] = " "  # 2\boxed{3} is not 23
-        if box.end() in pairs:
-            dropped[box.end()] = dropped[pairs[box.end()]] = ""
-    return "".join(dropped.get(i, char) for i, char in enumerate(statement))
+    offered = tuple(dict.fromkeys(offers))
+    return Statements(final.strip(), tuple(other_boxes), tuple(other_lines), offered)
 
 
 def join_digit_groups(text: str) -> str:
-    """``text`` with each digit group joined into one number (``1,000`` is ``1000``)."""
+    """``text`` with each digit group joined into one number (``1,000`` is ``1000``); a plain
+    comma inside brackets separates items (``[1,100]``, ``(1,000)`` is the pair 1, 0)."""
+    if not DIGIT_GROUPS.search(text):
+        return text
+    depths = _bracket_depths(text)
 
     def joined(match: re.Match[str]) -> str:
         if unicodedata.digit(match.group()[0]) == 0:
             return match.group()  # 0,500 is not a number written in groups
+        if match["sep"] == "," and depths[match.start()] > 0:
+            return match.group()
         return re.sub(SEPARATOR, "", match.group())
 
     return DIGIT_GROUPS.sub(joined, text)
 
 
-def offered_value(text: str, start: int = 0, end: int | None = None) -> str:
-    """The part of ``text[start:end]`` from a hedge word followed by a value ("or possibly
-    3"), or "" when there is none. Linear: the first hedge word is the only one to try."""
-    low = text[start:end].lower()
-    hedge = HEDGE_WORDS.search(low)
-    if hedge is None or not _holds_value(low, hedge.end(), len(low)):
-        return ""
-    return SPACES.sub(" ", text[start + hedge.start() : start + hedge.start() + 60]).strip()
-
-
-def _holds_value(low: str, start: int, end: int) -> bool:
-    """Whether ``low[start:end]`` (lowered) holds a digit, maths, or a number word."""
-    found = VALUE_MARK.search(low, start, end) or NUMBER_WORD.search(low, start, end)
-    return found is not None
-
-
-def prose_hedge_detail(offered: str) -> str:
-    """The verdict detail for a reply whose prose offers another value."""
-    return f"the reply hedges: it offers another value ({offered!r}); state one answer."
-
-
-def hedge_detail(values: list[str]) -> str:
-    """The verdict detail for a reply that states different answers."""
-    shown = ", ".join(repr(value[:30]) for value in values[:3])
-    return (
-        f"the reply states {len(values)} different final answers ({shown}); a reply must "
-        "state exactly one final answer (repeating the same value is fine)."
-    )
+def _bracket_depths(text: str) -> list[int]:
+    """How many brackets (``(``, ``[``, ``\\{``) are open at each index of ``text``."""
+    depths, depth, last = [], 0, 0
+    for bracket in BRACKETS.finditer(text):
+        depths += [depth] * (bracket.start() - last)
+        depth = depth + 1 if bracket.group() in ("(", "[", "\\{") else max(depth - 1, 0)
+        depths += [depth] * (bracket.end() - bracket.start())
+        last = bracket.end()
+    return depths + [depth] * (len(text) - last + 1)
 
 
 def _action(
@@ -270,36 +265,14 @@ def _closing(text: str, begin: int, limit: int) -> int:
     return -1
 
 
-def _hedged_line(plain: list[str], holders: list[str], matches: list[re.Match[str]]) -> str:
-    """What an answer line offers besides its answer: a hedge word followed by a value
-    (``answer: 2 or 3``), or, on a line that states its answer with one box, any hedge word
-    (``Answer: 3, or \\boxed{2}``)."""
-    offered = next(filter(None, map(offered_value, plain)), "")
-    answer_holders = {_cut(m["answer"]) for m in matches}
-    for line in holders:
-        hedge = HEDGE_WORDS.search(line.lower()) if line in answer_holders else None
-        if not offered and hedge is not None:
-            offered = SPACES.sub(" ", line[hedge.start() : hedge.start() + 60]).strip()
-    return offered
-
-
-def _one_box(statement: str) -> bool:
-    """Whether ``statement`` holds one box (with any boxes inside it), not several in a row."""
-    boxes = list(BOX.finditer(statement))
-    if not boxes:
-        return False
-    begin = boxes[0].end()
-    close = begin + 1  # \boxed1: one character
-    if statement[begin : begin + 1] == "{":
-        close = _matching_braces(statement).get(begin, len(statement))
-    return all(box.start() < close for box in boxes[1:])
-
-
-def _around_boxes(text: str, boxes: list[tuple[int, int, str | None]]) -> list[str]:
-    """What holds each closed box on its line: the maths (``$...$``, ``\\(...\\)``, ``\\[...\\]``)
-    around it, and the line itself when it is short enough to be an answer (a leading
-    Markdown bullet left out): ``$3 - \\boxed{1}$`` and a line ``3 - \\boxed{1}`` state 3 - 1.
-    Only ``MAX_ANSWER_CHARS`` either side of a box are looked at."""
+def _around_boxes(
+    text: str, boxes: list[tuple[int, int, str | None]]
+) -> list[tuple[str, str, tuple[int, int]]]:
+    """(text, kind, span) of what holds each closed box on its line: the maths (``$...$``,
+    ``\\(...\\)``, ``\\[...\\]``) around it, found by pairing the line's math delimiters from
+    its start, and the line itself when it is short enough to be an answer (a leading
+    Markdown bullet left out). Only ``MAX_ANSWER_CHARS`` either side of a box are looked at;
+    maths on a line that starts further back is not looked for."""
     found = []
     for end, start, content in boxes:
         if content is None:
@@ -309,27 +282,45 @@ def _around_boxes(text: str, boxes: list[tuple[int, int, str | None]]) -> list[s
         low = newline + 1 if newline >= 0 else reach[0]
         high = text.find("\n", end, reach[1])
         high = reach[1] if high < 0 else high
-        whole_line = (newline >= 0 or low == 0) and text[high : high + 1] in ("", "\n")
-        if whole_line:
+        line_start = newline >= 0 or low == 0
+        if line_start and text[high : high + 1] in ("", "\n"):
             line = BULLET.sub("", text[low:high], count=1)
             if len(line) <= MAX_ANSWER_CHARS:
-                found.append(line)
-        openers = list(MATH_OPEN.finditer(text, low, start))
-        closer = openers and MATH_CLOSE[openers[-1].group()].search(text, end, high)
-        if closer:
-            found.append(_cut(text[openers[-1].end() : closer.start()]))
+                found.append((line, "line", (low, high)))
+        maths = _maths_around(text, low, start, end, high) if line_start else None
+        if maths is not None:
+            found.append((_cut(text[maths[0] : maths[1]]), "maths", maths[2]))
     return found
 
 
-def _readings(statements: list[str]) -> dict[str, str]:
-    """What each distinct statement states (``unboxed``); ParseError beyond the cap."""
-    read: dict[str, str] = {}
+def _maths_around(
+    text: str, low: int, start: int, end: int, high: int
+) -> tuple[int, int, tuple[int, int]] | None:
+    """(inner start, inner end, span) of the maths that holds ``text[start:end]``: the
+    delimiters from ``low`` on are paired in order, so a box after ``$a$`` is not in maths."""
+    position = low
+    while (opener := MATH_OPEN.search(text, position, start)) is not None:
+        closer = MATH_CLOSE[opener.group()].search(text, opener.end(), high)
+        if closer is None:
+            return None
+        if closer.start() >= end:
+            return opener.end(), closer.start(), (opener.start(), closer.end())
+        if closer.end() > start:
+            return None  # a delimiter inside the box
+        position = closer.end()
+    return None
+
+
+def _readings(statements: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, bool]]:
+    """What each distinct (statement, kind) states, and whether a connective taints it
+    (``box_holders.reading``); ParseError beyond ``MAX_STATEMENTS`` different readings."""
+    read: dict[tuple[str, str], tuple[str, bool]] = {}
     keys: set[str] = set()
     for statement in dict.fromkeys(statements):
-        keys.add(_key(statement))
+        read[statement] = reading(*statement)
+        keys.add(_key(read[statement][0]))
         if len(keys) > MAX_STATEMENTS + 1:
             raise _too_many()
-        read[statement] = unboxed(statement)
     return read
 
 
@@ -338,40 +329,6 @@ def _too_many() -> ParseError:
         f"the reply states more than {MAX_STATEMENTS} different final answers; a reply must "
         "state exactly one final answer."
     )
-
-
-def _prose_hedge(text: str, spans: list[tuple[int, int]]) -> str:
-    """What the text after a statement, up to the next statement, offers as another value.
-    The gaps between statements are read as one string, each gap once: linear."""
-    gaps, ends, reach, length = [], [], -1, 0
-    for start, end in sorted(spans):
-        if reach >= 0 and start > reach + 1:
-            gaps.append(text[reach:start])
-            length += start - reach
-            ends.append(length)
-        reach = max(reach, end)
-    if reach < len(text) - 1:
-        gaps.append(text[reach:])
-        ends.append(length + len(text) - reach)
-    between = "".join(gaps)
-    low, start = between.lower(), 0
-    while (hedge := HEDGE_WORDS.search(low, start)) is not None:
-        gap = bisect.bisect_right(ends, hedge.start())  # the gap it is in, looked at once
-        if _holds_value(low, hedge.end(), ends[gap]):
-            return SPACES.sub(" ", between[hedge.start() : hedge.start() + 60]).strip()
-        start = ends[gap]
-    return ""
-
-
-def _matching_braces(text: str) -> dict[int, int]:
-    """The index of the ``}`` that closes each ``{`` (one pass; unclosed ones are absent)."""
-    pairs, stack = {}, []
-    for match in re.finditer(r"[{}]", text):
-        if match.group() == "{":
-            stack.append(match.start())
-        elif stack:
-            pairs[stack.pop()] = match.start()
-    return pairs
 
 
 def _cut(span: str) -> str:

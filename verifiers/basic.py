@@ -5,8 +5,9 @@ rule in ``answers`` (the last ``\\boxed{...}``, an ``answer: ...`` line, a one-l
 never the last number anywhere), and fail a reply whose other answer statements state a
 different answer (hedging): for ``exact`` its other boxes, for ``numeric`` its other boxes and
 the answer lines that hold a number; prose that offers another value after a statement
-hedges too (``Statements.hedge``). For ``numeric`` the answer must be one number (``x = 5``,
-``$1,000$``, a Unicode minus and a final full stop allowed); words around it make it no answer.
+hedges too, unless the value is the same answer (``Statements.offers``). For ``numeric`` the
+answer must be one number (``x = 5``, ``$1,000$``, a Unicode minus and a final full stop
+allowed); words around it make it no answer.
 Numbers are read with ``fractions.Fraction`` from a strictly matched literal, so ``0.1`` is
 exactly 1/10 and no text is evaluated.
 """
@@ -58,8 +59,9 @@ class Exact(Verifier):
         except ParseError as err:
             return Verdict("fail", str(err))
         answers = list(dict.fromkeys(self._normal(s) for s in (found.final, *found.boxes)))
-        if found.hedge:
-            return Verdict("fail", prose_hedge_detail(found.hedge))
+        offered = [o.words for o in found.offers if self._normal(o.value) != answers[0]]
+        if offered:
+            return Verdict("fail", prose_hedge_detail(offered[0]))
         if len(answers) > 1:
             return Verdict("fail", hedge_detail(answers))
         return Verdict("pass" if answers[0] == expected else "fail", "same or different text")
@@ -88,8 +90,9 @@ class Numeric(Verifier):
         if answer is None:
             return Verdict("fail", "no number in the answer")
         found = find_statements(candidate)
-        if found.hedge:
-            return Verdict("fail", prose_hedge_detail(found.hedge))
+        offered = [offer.words for offer in found.offers if _number(offer.value) != answer]
+        if offered:
+            return Verdict("fail", prose_hedge_detail(offered[0]))
         others = [text for text in found.boxes if _number(text) != answer]
         others += [text for text in found.lines if _number(text) not in (None, answer)]
         if others:

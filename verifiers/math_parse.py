@@ -358,7 +358,7 @@ class Parser:
     def enter(self) -> None:
         self.depth += 1
         if self.depth > syntax.MAX_DEPTH:
-            raise ParseError(f"the answer is nested deeper than {syntax.MAX_DEPTH} levels.")
+            raise values.TooLarge(f"the answer is nested deeper than {syntax.MAX_DEPTH} levels.")
 
     def peek(self) -> str | None:
         return self.tokens[self.index][1] if self.index < len(self.tokens) else None

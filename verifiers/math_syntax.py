@@ -12,7 +12,8 @@ Normalisation undoes the ways one answer is written differently, and nothing els
 - digit groups are joined: ``1,000``, ``1\\,000``, ``1{,}000``, ``1\\ 000`` and 1000 split by a
   no-break, narrow no-break, thin or figure space are 1000 (``answers.join_digit_groups``: a
   first group of one to three digits not starting with 0, then groups of exactly three after
-  one separator; ``0,500`` is the list 0, 500, and a plain space never groups);
+  one separator; ``0,500`` is the list 0, 500, a plain space never groups, and inside
+  brackets a plain comma separates items: ``[1,100]`` is an interval);
 - ``\\text{...}``, ``\\mathrm{...}``, ``\\textbf{...}``, ``\\mbox{...}`` and friends give their
   content (``\\text{3}`` is 3);
 - a unit word after the number (``cm``, ``dollars``, ``degrees``, ``square units``, ``cm^2``,
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 import sympy
 
 from selfplay.verifiers.answers import MAX_ANSWER_CHARS, ParseError, join_digit_groups
-from selfplay.verifiers.math_values import exponential, power
+from selfplay.verifiers.math_values import TooLarge, exponential, power
 
 UNICODE = str.maketrans(
     {
@@ -236,7 +237,7 @@ def assigned(value: object) -> tuple[sympy.Symbol, sympy.Basic] | None:
 
 def capped(items: list) -> list:
     if len(items) > MAX_ITEMS:
-        raise ParseError(f"more than {MAX_ITEMS} items in one answer.")
+        raise TooLarge(f"more than {MAX_ITEMS} items in one answer.")
     return items
 
 
