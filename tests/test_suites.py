@@ -148,7 +148,7 @@ def test_an_unknown_phrasing_is_refused_before_the_policy_loads(capsys, monkeypa
     args = ["eval", "--suite", "solver", "--model", "tiny", "--seeds", "0"]
     assert main([*args, "--phrasings", "default", "obfuscted"]) == 2
     said = " ".join(capsys.readouterr().err.split())
-    assert "--phrasings/--held-out obfuscted: tictactoe (a game of suite solver)" in said
-    assert "its phrasings: default, reworded, obfuscated, no-menu" in said
+    assert "tictactoe has no phrasing 'obfuscted'; its phrasings are: default, reworded" in said
+    assert "(suite solver: --phrasings, --held-out)" in said
     assert main([*args, "--held-out", "menu"]) == 2
-    assert "--held-out menu" in " ".join(capsys.readouterr().err.split())
+    assert "no phrasing 'menu'" in " ".join(capsys.readouterr().err.split())
