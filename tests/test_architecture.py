@@ -189,6 +189,23 @@ def test_every_package_folder_is_in_the_design():
     assert not unnamed, f"docs/architecture.md does not name the package folders {unnamed}"
 
 
+def test_every_package_folder_ships_in_a_wheel():
+    """pyproject.toml lists packages by name: a folder left out is missing from a wheel
+    install (three sub-rooms were), though an editable checkout never shows it."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    folders = {
+        ".".join(("selfplay", *p.parent.relative_to(ROOT).parts))
+        for p in ROOT.rglob("__init__.py")
+        if not p.relative_to(ROOT).parts[0].startswith((".", "tests", "benchmarks"))
+        and "egg-info" not in str(p)
+    }
+    assert folders - listed == set(), "add these to pyproject.toml's packages"
+
+
 def module_exists(name: str) -> bool:
     """``core/run/trainer.py`` from the root, or ``duties/records.py`` inside a named room."""
     return (ROOT / name).is_file() or any(ROOT.glob(f"*/*/{name}"))

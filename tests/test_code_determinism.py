@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from selfplay.games.proposers import code_proposer_solver
+from selfplay.games.proposers import code_check
 from selfplay.games.proposers.code_proposer_solver import CodeProposerSolver
 from selfplay.testing import scripted_playout
 from selfplay.verifiers.code_sandbox import Call, Limits, run_calls
@@ -85,7 +85,7 @@ def test_a_wrapped_clock_takes_no_way_around_it():
 
 
 def test_the_checks_clocks_and_seeds_are_the_matchs_own():
-    check_runs = code_proposer_solver.check_runs
+    check_runs = code_check.check_runs
     assert check_runs(7) == check_runs(7)
     assert check_runs(7) != check_runs(8)
     clocks, seeds = zip(*check_runs(7), strict=True)

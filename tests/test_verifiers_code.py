@@ -100,7 +100,7 @@ def sandbox_processes() -> list[str]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"sandbox_child.py" in cmdline:
+        if b"sandbox/child.py" in cmdline:
             found.append(pid)
     return found
 

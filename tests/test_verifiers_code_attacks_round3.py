@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from selfplay.verifiers import code_sandbox
-from selfplay.verifiers import sandbox_confine as confine
 from selfplay.verifiers.code_sandbox import Call, Limits, isolation, run_calls
+from selfplay.verifiers.sandbox import confine
 
 CAP_MB = 32
 LIMITS = Limits(wall_seconds=10, cpu_seconds=10, disk_mb=CAP_MB)

@@ -50,7 +50,7 @@ What one run gets:
   the results pipe is killed;
 - resource limits, Landlock and a seccomp filter (no hidden storage, no mounts, no sockets
   or other routes to processes outside, and unless allowed no new processes), set up by
-  ``sandbox_child.py`` before the code runs (see ``sandbox_confine``). Limits are set in the
+  ``sandbox/child.py`` before the code runs (see ``sandbox/confine.py``). Limits are set in the
   child rather than through ``preexec_fn``, which is unsafe when the caller has threads.
 - its output, stripped of terminal control codes (``printable``), last 2000 characters.
 
@@ -81,7 +81,7 @@ from typing import Any, Literal
 from selfplay.api.verifier import printable
 from selfplay.verifiers import code_values
 from selfplay.verifiers.code_values import CallOutcome, read_report
-from selfplay.verifiers.sandbox_confine import MAX_WATCHED_FILES, children, over_disk
+from selfplay.verifiers.sandbox.confine import MAX_WATCHED_FILES, children, over_disk
 from selfplay.verifiers.worker import discard, wait_for_cleanup
 
 __all__ = [
@@ -97,7 +97,7 @@ __all__ = [
     "wait_for_cleanup",
 ]
 
-CHILD = Path(__file__).with_name("sandbox_child.py")
+CHILD = Path(__file__).parent / "sandbox" / "child.py"
 STARTUP_SECONDS = 30.0
 REAP_SECONDS = 2.0
 OUTPUT_TAIL_CHARS = 2000
@@ -164,7 +164,7 @@ def namespaces_available() -> bool:
 
 def isolation() -> dict[str, object]:
     """Which protections this machine gives a sandboxed run."""
-    from selfplay.verifiers.sandbox_confine import ARCHES, landlock_abi
+    from selfplay.verifiers.sandbox.confine import ARCHES, landlock_abi
 
     return {
         "namespaces": namespaces_available(),

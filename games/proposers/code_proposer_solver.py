@@ -41,9 +41,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.game import Game, GameOptions, GameState, InvalidAction, Player
+from selfplay.api.game import Game, GameOptions, GameState, Player
 from selfplay.api.types import Message, Payoffs, Role
 from selfplay.games.proposers import code_prompts as prompts
+from selfplay.games.proposers.code_check import CHECK_RUNS, check_runs, same_values, validity
 from selfplay.games.proposers.code_tasks import (
     KINDS,
     BankTask,
@@ -63,31 +64,6 @@ from selfplay.verifiers.code_sandbox import Call, RunResult
 
 ATTEMPTS = 4
 CACHED_RUNS = 512
-# The check's runs: (clock, hash seed), drawn from the match's seed, so that a proposer cannot
-# choose a function of the time, or a set of strings, that agrees under moments and seeds it
-# knows (both were fixed, and both were chosen), and a replay of the match draws the same.
-# The clocks come in two pairs, each a moment between 2000 and 2020 and the moment GAP seconds
-# later (4.4 years: every field of the date differs, and the whole seconds between leave 1 by
-# every k up to 12, so int(t) % k differs within a pair). A function that flips with the time
-# or a set's order passes all four about one time in eight; a rejected proposal costs the
-# proposer ``invalid_proposal_payoff``, so on average it pays to be deterministic. Solvers are
-# judged under the first run's clock and seed (docs/verifiers.md).
-CHECK_RUNS = 4
-GAP = 138_627_721
-MOMENTS = (946_684_800, 1_577_836_800)  # 2000-01-01 and 2020-01-01 UTC
-
-
-def check_runs(match_seed: int) -> tuple[tuple[float, int], ...]:
-    """The check's ``CHECK_RUNS`` (clock, hash seed) pairs in a match, from its seed."""
-    rng = random.Random(f"selfplay-code-check-{match_seed}")
-    seeds = rng.sample(range(1, 2**32), CHECK_RUNS)
-    clocks = []
-    for _ in range(CHECK_RUNS // 2):
-        moment = rng.randrange(*MOMENTS) + 0.25
-        clocks += [moment, moment + GAP]
-    return tuple(zip(clocks, seeds, strict=True))
-
-
 OFF = (
     "code-proposer-solver runs model-written Python and is off by default. Switch it on with "
     "--set game_options.allow_code_execution=true (programs run in the code verifier's "
@@ -266,7 +242,7 @@ class CodeProposerSolver(Game):
         calls = [Call("f", args) for args in proposal.inputs]
         runs = [self._run(proposal.program, calls, state.seed, 1)]
         for copy in range(2, CHECK_RUNS + 1):  # stop at the first run that differs
-            if runs[-1].status != "ok" or _tagged(runs[-1]) != _tagged(runs[0]):
+            if runs[-1].status != "ok" or not same_values(runs[-1], runs[0]):
                 break
             runs.append(self._run(proposal.program, calls, state.seed, copy))
         update: dict[str, Any] = {
@@ -276,7 +252,7 @@ class CodeProposerSolver(Game):
         }
         if any(run.status == "error" for run in runs):
             return state.model_copy(update={**update, "phase": "done", "void": "sandbox error"})
-        problem, outputs = _validity(runs, self.options.timeout)
+        problem, outputs = validity(runs, self.options.timeout)
         if problem is not None:
             return state.model_copy(update={**update, "phase": "done", "rejected": problem})
         return state.model_copy(update={**update, "phase": "solve", "outputs": outputs})
@@ -379,45 +355,6 @@ def learnability(scores: list[float]) -> float:
         return 0.0
     rate = sum(scores) / len(scores)
     return 0.0 if rate in (0.0, 1.0) else 1.0 - rate
-
-
-def _validity(runs: list[RunResult], timeout: float) -> tuple[str | None, tuple]:
-    """(why the proposal is invalid or None, the outputs in tagged form)."""
-    if any(run.status == "timeout" for run in runs):
-        return f"f ran longer than {timeout:g} s on its input(s).", ()
-    for run in runs:
-        failed = next((o for o in run.outcomes if o.kind != "ok"), None)
-        if failed is not None:
-            return f"f did not return a plain value: {failed.detail}", ()
-    if len(runs) < CHECK_RUNS or any(_tagged(run) != _tagged(runs[0]) for run in runs):
-        return "f is not deterministic: two runs returned different values.", ()
-    outputs = []
-    for outcome in runs[0].outcomes:
-        text = repr(outcome.value)
-        try:
-            writable = read_value(text) == outcome.value
-        except InvalidAction:
-            writable = False
-        if not writable:
-            return f"f returned a value the solver cannot write as a short literal: {text[:40]}", ()
-        outputs.append(code_values.dumps(outcome.value))
-    return None, tuple(outputs)
-
-
-def _tagged(run: RunResult) -> list[str | None]:
-    """Each call's value in tagged form (None if it did not return), compared as values are
-    judged: here nan equals nan, and dicts equal in any order (sets are already sorted)."""
-    return [code_values.dumps(_ordered(o.value)) if o.kind == "ok" else None for o in run.outcomes]
-
-
-def _ordered(value: Any) -> Any:
-    """``value`` with every dict's items in one order (by their tagged form)."""
-    if isinstance(value, dict):
-        pairs = [(_ordered(k), _ordered(v)) for k, v in value.items()]
-        return dict(sorted(pairs, key=lambda kv: code_values.dumps(kv[0])))
-    if isinstance(value, list | tuple):
-        return type(value)(_ordered(item) for item in value)
-    return value
 
 
 def _inputs(state: CodeTaskState, game: CodeProposerSolver) -> str:

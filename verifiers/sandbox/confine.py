@@ -1,6 +1,6 @@
 """The kernel's confinement of one sandboxed run: a scratch tmpfs, Landlock and seccomp.
 
-Loaded by ``sandbox_child.py`` from its own folder before any untrusted code runs (it uses
+Loaded by ``child.py`` from its own folder before any untrusted code runs (it uses
 only the standard library; once confined, the package is not readable). ``code_sandbox``
 imports it to say which protections a machine gives (``isolation``).
 

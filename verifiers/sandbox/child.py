@@ -1,12 +1,12 @@
 """The child side of the code sandbox: confine this process, run the program, report values.
 
-Started by ``code_sandbox.run_calls`` as ``python -s sandbox_child.py CONFIG_JSON``, in its own
+Started by ``code_sandbox.run_calls`` as ``python -s sandbox/child.py CONFIG_JSON``, in its own
 session, in a fresh working directory, with a scrubbed environment (``PYTHONHASHSEED`` set
 where the run asks for a hash seed). It uses only the standard library and its siblings
-``sandbox_confine.py`` and ``sandbox_clocks.py``, loaded from its folder before confinement
+``confine.py`` and ``clocks.py``, loaded from its folder before confinement
 (it must not import the package, which is not readable once confined).
 
-In order, before any untrusted code runs (the confinements are in ``sandbox_confine``):
+In order, before any untrusted code runs (the confinements are in ``confine.py``):
 1. the program and the calls to make are read from the working directory;
 2. in a user and mount namespace: an empty tmpfs of ``disk_mb`` MiB is mounted over the
    working directory, the total disk cap of a run;
@@ -18,7 +18,7 @@ In order, before any untrusted code runs (the confinements are in ``sandbox_conf
    no mounts, no sockets but a connected stream pair, no inotify, no io_uring, and, unless
    subprocesses are allowed, no new processes (threads still work);
 6. with ``fake_clock``, every clock of the standard library starts at that moment
-   (``sandbox_clocks``): two runs set at different moments show a program whose result
+   (``clocks.py``): two runs set at different moments show a program whose result
    depends on the time;
 7. "ready" is written to the results pipe. Only then does the program run; then each call
    ``function(*args, **kwargs)``, and one ``results`` line reports, per call, the value it
@@ -153,7 +153,7 @@ def main(config: dict) -> None:
     with open(config["calls"]) as file:
         calls = json.load(file)
     limits = config["limits"]
-    confine, clocks = _sibling("sandbox_confine"), _sibling("sandbox_clocks")
+    confine, clocks = _sibling("confine"), _sibling("clocks")
     if config["user_namespace"]:
         confine.mount_scratch(os.getcwd(), limits["disk_mb"])
         with open("program.py", "w") as file:  # for tracebacks
