@@ -15,9 +15,8 @@ import torch
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
-from selfplay.core.models.prefix_scoring import distinct_rows
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train.micro_batches import TokenBudget, pack_by_tokens
+from selfplay.core.train.micro_batches import TokenBudget, distinct_rows, pack_by_tokens
 from selfplay.core.train.update import Updater
 
 

@@ -89,11 +89,10 @@ class Shape:
     seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=set)
 
     def add(self, prompt: Sequence[int], answer: Sequence[int]) -> None:
-        if self.once:
-            row = (tuple(prompt), tuple(answer))
-            if row in self.seen:
-                return
-            self.seen.add(row)
+        row = (tuple(prompt), tuple(answer))
+        if self.once and row in self.seen:
+            return
+        self.seen.add(row)
         self.longest = max(self.longest, len(prompt) + len(answer))
         self.rows += 1
         if not self.share:  # the row pass reads nothing else
@@ -144,25 +143,6 @@ class Shape:
         if "prompts" in plan:
             return [*out, (len(self.counts), wide - 1 - cut, cut), (rows, 1 + answer, wide - 1)]
         return [*out, (rows, wide - cut + answer, cut)]
-
-
-def distinct_rows(
-    prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]]
-) -> tuple[list[int], list[int]] | None:
-    """Rows equal in prompt and answer, scored once: (the first row of each kind, which of
-    those each row is); None where every row differs. Equal rows have equal scores, so the
-    update scores each kind once and spreads its values back (`Updater`); under dropout
-    they would not, and it scores every row. At Kuhn poker 64 decisions of a SmolLM2
-    iteration are 12 prompts; in tic-tac-toe every match opens at the empty board."""
-    index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
-    rows = zip(prompts, answers, strict=True)
-    which = [index.setdefault((tuple(p), tuple(a)), len(index)) for p, a in rows]
-    if len(index) == len(which):
-        return None
-    first: dict[int, int] = {}
-    for row, kind in enumerate(which):
-        first.setdefault(kind, row)
-    return [first[kind] for kind in range(len(index))], which
 
 
 def shape_of(

@@ -32,10 +32,10 @@ from selfplay.core.run.progress import Ticker
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.learners import Learner
-from selfplay.core.train.micro_batches import TokenBudget
+from selfplay.core.train.micro_batches import DROPOUT_SETTINGS, TokenBudget
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.search_targets import SearchTargets
-from selfplay.core.train.update import DROPOUT_SETTINGS, Updater
+from selfplay.core.train.update import Updater
 
 
 def build_learners(config: RunConfig, game: Game) -> list[Learner]:

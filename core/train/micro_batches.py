@@ -102,6 +102,41 @@ def by_preamble(items: Sequence[Any]) -> list[tuple[list[Any], int]]:
     return [(part, held_length(part)) for _, part in parts]
 
 
+def distinct_rows(
+    prompts: Sequence[Sequence[int]], answers: Sequence[Sequence[int]]
+) -> tuple[list[int], list[int]] | None:
+    """Rows equal in prompt and answer, scored once: (the first row of each kind, which of
+    those each row is); None where every row differs. Equal rows have equal scores, so the
+    update scores each kind once and spreads its values back (`Updater`); under dropout
+    they would not, and it scores every row. At Kuhn poker 64 decisions of a SmolLM2
+    iteration are 12 prompts; in tic-tac-toe every match opens at the empty board."""
+    index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+    rows = zip(prompts, answers, strict=True)
+    which = [index.setdefault((tuple(p), tuple(a)), len(index)) for p, a in rows]
+    if len(index) == len(which):
+        return None
+    first: dict[int, int] = {}
+    for row, kind in enumerate(which):
+        first.setdefault(kind, row)
+    return [first[kind] for kind in range(len(index))], which
+
+
+#: The rates a model's config hands to its attention kernels and layers.
+DROPOUT_SETTINGS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "dropout")
+
+
+def dropout_runs(model: torch.nn.Module) -> bool:
+    """Whether any dropout is on in ``model``: a ``Dropout`` layer or a rate in a config."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+            return True
+        config = getattr(module, "config", None)
+        rates = [getattr(config, key, None) for key in DROPOUT_SETTINGS]
+        if any(isinstance(rate, float) and rate > 0 for rate in rates):
+            return True
+    return False
+
+
 class StepPreambles:
     """The preambles of one optimiser step: ``passes`` are its (role, micro-batch) pairs in
     order and ``lengths`` each pass's held preamble (0: none); the passes of one preamble are

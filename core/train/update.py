@@ -38,7 +38,7 @@ import torch
 
 from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
-from selfplay.core.models.prefix_scoring import can_share, distinct_rows, score_shared
+from selfplay.core.models.prefix_scoring import can_share, score_shared
 from selfplay.core.models.scoring import score
 from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.micro_batches import (
@@ -46,6 +46,8 @@ from selfplay.core.train.micro_batches import (
     StepPreambles,
     TokenBudget,
     by_preamble,
+    distinct_rows,
+    dropout_runs,
     hold,
     pack_by_tokens,
 )
@@ -326,22 +328,6 @@ class Updater:
                 f"{self.nonfinite_streak} non-finite losses in a row; stopping. Lower "
                 "train.lr or set train.max_grad_norm, and check the rewards are finite."
             )
-
-
-#: The rates a model's config hands to its attention kernels and layers.
-DROPOUT_SETTINGS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "dropout")
-
-
-def dropout_runs(model: torch.nn.Module) -> bool:
-    """Whether any dropout is on in ``model``: a ``Dropout`` layer or a rate in a config."""
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout) and module.p > 0:
-            return True
-        config = getattr(module, "config", None)
-        rates = [getattr(config, key, None) for key in DROPOUT_SETTINGS]
-        if any(isinstance(rate, float) and rate > 0 for rate in rates):
-            return True
-    return False
 
 
 def _rows_of(item: Any) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
