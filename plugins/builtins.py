@@ -28,6 +28,7 @@ DEFAULT_PLUGINS = (
     "selfplay.rewards.quality",
     "selfplay.rewards.verdict",
     "selfplay.rewards.reward_model",
+    "selfplay.rewards.shuffled",
     "selfplay.verifiers.math_verifier",
     "selfplay.verifiers.basic",
     "selfplay.verifiers.code_verifier",
