@@ -78,6 +78,8 @@ MEANING_KEPT = [
     ("Since $x > 0$, we get \\boxed{2} and $y$ is free.", "2"),
     ("Since $a$ and $b$ are positive, the answer is $\\boxed{2}$.", "2"),
     (r"\boxed{\frac12} or \boxed{0.5}", "1/2"),
+    (r"$\text{Größe} = \boxed{5}$", "5"),  # Latin letters with accents or ß are not mixed
+    (r"$\text{Площадь} = \boxed{12}$", "12"),  # nor is a word of another script alone
 ]
 
 # 2. Prose after a statement may not offer another value, whatever the word or the letters.
@@ -128,6 +130,7 @@ PROSE_FINE = [
     ("\\boxed{7} (see equation (2), or part 3)", "7"),
     ("\\boxed{12}\nEither 12 or 12.0, the same.", "12"),
     ("\\boxed{3}, since x is pοsitive.", "3"),  # a look-alike letter, no value offered
+    ("\\boxed{5}\nШаг 2: площадь равна 5.", "5"),
 ]
 
 # 3. The round-3 hardening's refusals of right answers (all passed at 001e4a7).
@@ -251,6 +254,7 @@ def test_the_exact_and_numeric_verifiers_read_offers_the_same_way():
 def test_folding_reads_letters_as_they_look():
     assert fold("\u043er m\u0430ybe o\u200br \U0001d428\U0001d42b") == "or maybe or or"
     assert fold("plain ascii") == "plain ascii"
+    assert fold("Площадь Große naïve") == "Площадь Große naive"
 
 
 @pytest.mark.parametrize(
