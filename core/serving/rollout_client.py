@@ -126,6 +126,10 @@ class Worker:
                     f"rollout server {self.url} returned no token ids: it needs "
                     "return_token_ids (vLLM 0.10.2 or newer takes it per request)."
                 )
+            if echoed is not None and logprobs is not None:
+                # vLLM (0.32) draws one token even for max_tokens 0 and lists it in token_ids
+                # with no log-probability and no text: only the tokens scored are read
+                ids = ids[: max(0, len(logprobs) - len(echoed[k]))]
             scored = ids if echoed is None else [*echoed[k], *ids]
             if logprobs is None or len(logprobs) != len(scored):
                 raise ConfigError(

@@ -10,7 +10,8 @@ as vLLM implements it, which `selfplay serve` implements too:
    as the assistant's message (``add_generation_prompt: false``), which ends as the model's
    turn ends (its end-of-turn token);
 2. ``POST /v1/completions {"prompt": [those ids], "echo": true, "logprobs": 0,
-   "max_tokens": 0}``: the log-probability of every prompt token given the ones before it;
+   "max_tokens": 0}``: the log-probability of every prompt token given the ones before it
+   (every row in one request to `selfplay serve`, one row per request to any other server);
 3. an answer's log-probability is the sum over its own tokens (those past the prompt, the
    end of the turn included), and the table's row is their softmax over the legal answers.
 
@@ -100,15 +101,26 @@ def _tokenize(policy: ServedPolicy, messages: Sequence[Message], turn: str = "cl
 
 
 def _echo(policy: ServedPolicy, rows: list[list[int]], temperature: float) -> list[list[float]]:
+    """Each row's prompt log-probabilities: `selfplay serve` takes every row in one request,
+    any other server one request per row, in turn (vLLM 0.32's CPU engine, started with
+    ``--enable-lora``, dies when prompts asking for log-probabilities share a step:
+    docs/serving.md, "A real vLLM server")."""
     body = {
         "model": policy.model_name(),
-        "prompt": rows,
         "echo": True,
         "logprobs": 0,
         "max_tokens": 0,
         "temperature": temperature,
     }
-    reply = policy.post("completions", body)
+    listed = policy.request("GET", "models").get("data") or []
+    ours = any(row.get("owned_by") == "selfplay" for row in listed)
+    found: list[list[float]] = []
+    for asked in [rows] if ours else [[row] for row in rows]:
+        found += _echoed(policy, policy.post("completions", {**body, "prompt": asked}), asked)
+    return found
+
+
+def _echoed(policy: ServedPolicy, reply: Any, rows: list[list[int]]) -> list[list[float]]:
     try:
         choices = sorted(reply["choices"], key=lambda c: c["index"])
         found = [c["logprobs"]["token_logprobs"] for c in choices]

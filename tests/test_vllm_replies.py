@@ -1,0 +1,79 @@
+"""vLLM's answers as vLLM 0.32 gives them, read without a server: the prompt's
+log-probabilities with ``max_tokens: 0`` (a drawn token rides along in ``token_ids``), and a
+policy table asked one row per request of any server but `selfplay serve` (a LoRA-enabled
+vLLM CPU engine dies on a batch of them). The same against a real vLLM: test_vllm_server.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.core.models.served import policy as served
+from selfplay.core.models.served.table import served_table
+from selfplay.core.serving.rollout_client import Worker
+from selfplay.games.kuhn_poker import KuhnPoker
+
+# vLLM 0.32.0's reply to {"prompt": [1, 2, 3, 4, 5], "echo": true, "max_tokens": 0,
+# "logprobs": 0, "return_token_ids": true} on SmolLM2-135M (fields it adds left out)
+ECHOED = {
+    "object": "text_completion",
+    "choices": [
+        {
+            "index": 0,
+            "text": "",
+            "logprobs": {
+                "token_logprobs": [None, -18.0357, -23.2666, -21.6053, -24.9226],
+                "tokens": ["<|im_start|>", "<|im_end|>", "<repo_name>", "<reponame>", "<file_sep>"],
+            },
+            "finish_reason": "length",
+            "token_ids": [8345],
+            "prompt_token_ids": [1, 2, 3, 4, 5],
+        }
+    ],
+    "usage": {"prompt_tokens": 5, "total_tokens": 6, "completion_tokens": 1},
+}
+
+
+def test_an_echo_without_new_tokens_reads_the_prompts_scores_as_vllm_gives_them(monkeypatch):
+    worker = Worker("openai:http://127.0.0.1:9/v1#smol")
+    monkeypatch.setattr(worker.client, "post", lambda endpoint, body: ECHOED)
+    ((prompt, logprobs),) = worker.echo([([1, 2, 3, 4, 5], 0)], {"temperature": 1.0})
+    assert prompt == [1, 2, 3, 4, 5]
+    assert logprobs == [-18.0357, -23.2666, -21.6053, -24.9226]
+
+
+class Server:
+    """A chat server's answers in memory: its tokenizer spells each message out, and an
+    echo of several prompts at once fails as a LoRA-enabled vLLM CPU engine does."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner, self.echoes = owner, []
+
+    def request(self, policy, method, endpoint, body=None):
+        if endpoint == "models":
+            return {"data": [{"id": "smol", "owned_by": self.owner}]}
+        if endpoint == "tokenize":
+            text = "".join(f"<{m['role']}>{m['content']}|" for m in body["messages"])
+            text = text + "<assistant>" if body["add_generation_prompt"] else text
+            text = text[:-1] if body["continue_final_message"] else text
+            return {"tokens": [ord(c) for c in text]}
+        prompts = body["prompt"]
+        self.echoes.append(len(prompts))
+        if len(prompts) > 1 and self.owner == "vllm":
+            raise served.Unreachable("the engine died: einsum(): subscript b has size 2")
+        scores = [[None, *(-0.01 * (t % 7) for t in row[1:])] for row in prompts]
+        choices = [{"index": i, "logprobs": {"token_logprobs": s}} for i, s in enumerate(scores)]
+        return {"choices": choices}
+
+
+@pytest.mark.parametrize("owner", ["vllm", "selfplay"])
+def test_a_served_table_asks_one_row_per_request_of_any_server_but_ours(monkeypatch, owner):
+    server = Server(owner)
+    monkeypatch.setattr(
+        served.ServedPolicy, "request", lambda self, *args: server.request(self, *args)
+    )
+    game = KuhnPoker()
+    table = served_table(served.ServedPolicy("openai:http://127.0.0.1:9/v1#smol"), game)
+    rows = sum(len(info.actions) for info in game.information_sets())
+    assert server.echoes == ([1] * rows if owner == "vllm" else [rows])
+    assert len(table) == 12
+    assert all(sum(row.values()) == pytest.approx(1.0) for row in table.values())
