@@ -186,3 +186,18 @@ def test_prm_export_of_a_log_without_rewards_says_how_to_get_them(runs, capsys):
     (old / "episodes.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert main(["export", str(old), str(runs.root / "o.jsonl"), "--format", "prm"]) == 2
     assert "holds no per-turn rewards" in " ".join(capsys.readouterr().err.split())
+
+
+def test_prm_export_of_a_damaged_log_names_the_line_and_leaves_nothing(runs, capsys):
+    damaged = runs.root / "damaged"
+    damaged.mkdir()
+    (damaged / "config.yaml").write_text((runs.plain / "config.yaml").read_text())
+    log = (runs.plain / "episodes.jsonl").read_text()
+    (damaged / "episodes.jsonl").write_text("{not an episode\n" + log)
+    out = runs.root / "d.jsonl"
+    assert main(["export", str(damaged), str(out), "--format", "prm"]) == 2
+    assert "line 1 is not an episode" in " ".join(capsys.readouterr().err.split())
+    assert not out.exists() and not list(runs.root.glob(".d.jsonl*"))  # no half-written file
+    (damaged / "episodes.jsonl").write_text(log[:-20])  # the last line cut short: read past
+    assert main(["export", str(damaged), str(out), "--format", "prm"]) == 0
+    assert "is cut short" in " ".join(capsys.readouterr().err.split())

@@ -44,17 +44,21 @@ def export_prm(source: Path, out: Path, force: bool = False) -> tuple[Path, int,
     recorded = False
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for line, episode in iter_numbered(log):
-            if "rewards" not in episode.record:
-                continue
-            recorded = True
-            for step in steps(episode, episode_iteration(episode, line, matches)):
-                if step["label"] is None:
-                    skipped += 1
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for line, episode in iter_numbered(log):
+                if "rewards" not in episode.record:
                     continue
-                handle.write(json.dumps(step, ensure_ascii=False) + "\n")
-                written += 1
+                recorded = True
+                for step in steps(episode, episode_iteration(episode, line, matches)):
+                    if step["label"] is None:
+                        skipped += 1
+                        continue
+                    handle.write(json.dumps(step, ensure_ascii=False) + "\n")
+                    written += 1
+    except BaseException:  # a damaged log line, an interrupt: no half-written file is left
+        tmp.unlink(missing_ok=True)
+        raise
     if not recorded:
         tmp.unlink()
         raise ConfigError(
