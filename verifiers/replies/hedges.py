@@ -81,16 +81,17 @@ class Offer(NamedTuple):
 
 def prose_offers(text: str, spans: list[tuple[int, int]]) -> list[Offer]:
     """The values offered in the prose of ``text`` after its statements (``spans``, as
-    (start, end)), up to the next statement; each gap is folded and read once."""
+    (start, end)), up to the next statement; each gap is folded and read once, and ends a
+    sentence (no word runs on from one gap into the next)."""
     gaps, ends, reach, length = [], [], -1, 0
     for start, end in sorted(spans):
         if reach >= 0 and start > reach + 1:
-            gaps.append(fold(text[reach:start]))
+            gaps.append(fold(text[reach:start]) + "\n")
             length += len(gaps[-1])
             ends.append(length)
         reach = max(reach, end)
     if reach < len(text) - 1:
-        gaps.append(fold(text[reach:]))
+        gaps.append(fold(text[reach:]) + "\n")
         ends.append(length + len(gaps[-1]))
     return _Reader("".join(gaps), ends).offers()
 
