@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from selfplay.api.game import Game, GameState
+from selfplay.api.errors import ConfigError
+from selfplay.api.game import Game, GameState, Player
 from selfplay.api.types import Completion, Message, Role
 
 
@@ -48,7 +49,7 @@ class ScriptedPolicy(Policy):
         completions = []
         for req in requests:
             try:
-                play = req.game.players[self.player]
+                play = scripted_player(req.game, self.player)
             except KeyError:
                 known = ", ".join(sorted(req.game.players)) or "none"
                 raise ValueError(
@@ -168,3 +169,63 @@ class MockPolicy(Policy):
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
         self.calls.append(len(requests))
         return [Completion(text=self._respond(req)) for req in requests]
+
+
+# ---- scripted players by name, with a strength dial: ``minimax~0.3`` --------------------
+#
+# A game's scripted players are ``Game.players`` (``random``, ``minimax``, ``nash``, ...). Any of
+# them may be weakened by a share of random moves: ``NAME~EPS`` plays a uniformly random legal
+# move with probability EPS and NAME's move otherwise (an ε-random solver, the opponent of
+# mixed strength that small models learn a game against), wherever a scripted player is named:
+# ``--opponent fixed:minimax~0.3``, ``pool.scripted``, ``eval.opponents``,
+# ``cold_start.players``. The random moves come from the match's generator, so a match
+# replays. The game must list its legal moves (``Game.legal_actions``).
+
+DIAL = "~"
+
+
+def split_player(name: str) -> tuple[str, float | None]:
+    """``("minimax", 0.3)`` for ``minimax~0.3``; ``(name, None)`` without a dial; a bad dial
+    is a ConfigError naming it."""
+    base, dial, share = name.partition(DIAL)
+    if not dial:
+        return name, None
+    try:
+        epsilon = float(share)
+    except ValueError:
+        epsilon = -1.0
+    if not 0.0 <= epsilon <= 1.0:
+        raise ConfigError(
+            f"Scripted player {name!r}: the share of random moves after {DIAL!r} must be a "
+            f"number from 0 to 1, e.g. {base}{DIAL}0.3."
+        )
+    return base, epsilon
+
+
+def has_player(game: Game, name: str) -> bool:
+    """Whether ``name`` is one of ``game``'s scripted players, with or without a dial (a
+    ConfigError for a bad dial)."""
+    return split_player(name)[0] in game.players
+
+
+def scripted_player(game: Game, name: str) -> Player:
+    """The player function ``name`` stands for; KeyError naming the known players."""
+    base, epsilon = split_player(name)
+    if base not in game.players:
+        raise KeyError(name)
+    play = game.players[base]
+    if epsilon is None:
+        return play
+
+    def weakened(game: Game, state: GameState, role: Role, rng: random.Random) -> str:
+        if rng.random() < epsilon:
+            moves = game.legal_actions(state, role)
+            if not moves:
+                raise ConfigError(
+                    f"Scripted player {name!r} plays random moves, but {game.name} does not "
+                    "list its legal moves; name the player without a dial."
+                )
+            return rng.choice(moves)
+        return play(game, state, role, rng)
+
+    return weakened

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from rich.table import Table
 
 from selfplay.api.game import Game, GameState
-from selfplay.api.policy import Policy, Request, ScriptedPolicy
+from selfplay.api.policy import Policy, Request, ScriptedPolicy, has_player
 from selfplay.api.tasks import TASK_SPLITS, TaskGame, task_role_of
 from selfplay.api.types import Completion, Episode, Role
 from selfplay.core.rollout import play, seatings_for
@@ -113,7 +113,7 @@ def evaluate(
     if opponents is None:
         opponents = list(game.players) if len(game.roles) > 1 else []
     names = list(opponents)
-    unknown = [name for name in names if name not in game.players]
+    unknown = [name for name in names if not has_player(game, name)]
     if unknown:
         known = ", ".join(sorted(game.players)) or "none"
         raise ValueError(

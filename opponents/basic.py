@@ -10,6 +10,7 @@ from pydantic import Field
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.options import Options
+from selfplay.api.policy import has_player
 from selfplay.api.sampler import (
     GREEDY_LEARNER,
     LEARNER,
@@ -111,7 +112,7 @@ class Fixed(OpponentSampler):
         if is_served(self.player):
             return
         players = getattr(game, "players", {})
-        if self.player not in players:
+        if not has_player(game, self.player):
             known = ", ".join(sorted(players)) or "none"
             raise ConfigError(
                 f"--opponent fixed:{self.player}: {game.name} has no scripted player "

@@ -22,7 +22,7 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game, GameState
-from selfplay.api.policy import Policy, Request, ScriptedPolicy
+from selfplay.api.policy import Policy, Request, ScriptedPolicy, has_player
 from selfplay.api.types import Completion, Payoffs, Role
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, learner_roles
@@ -258,7 +258,7 @@ def _human_role(game: Game, role: Role | None) -> Role:
 
 def _check_rival(game: Game, rival: Opponent) -> None:
     policy = rival.policy
-    if isinstance(policy, ScriptedPolicy) and policy.player not in game.players:
+    if isinstance(policy, ScriptedPolicy) and not has_player(game, policy.player):
         known = ", ".join(sorted(game.players)) or "none"
         raise ConfigError(
             f"{game.name} has no scripted player {policy.player!r}; its players are: {known}."

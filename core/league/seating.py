@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from selfplay.api.errors import ConfigError, blame
 from selfplay.api.game import Game
-from selfplay.api.policy import GreedyPolicy, LookaheadPolicy, Policy, ScriptedPolicy
+from selfplay.api.policy import GreedyPolicy, LookaheadPolicy, Policy, ScriptedPolicy, has_player
 from selfplay.api.sampler import (
     GREEDY_LEARNER,
     LEARNER,
@@ -92,7 +92,7 @@ class Seats:
             self._cache[holder] = served_policy(holder, like=self.learner, name=holder)
         if holder not in self._cache:
             kind, _, player = holder.partition(":")
-            if kind != "scripted" or player not in self.game.players:
+            if kind != "scripted" or not has_player(self.game, player):
                 known = ", ".join(sorted(self.game.players)) or "none"
                 raise ConfigError(
                     f"Unknown seat holder {holder!r} for {self.game.name}; "

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from selfplay.api.game import Game
-from selfplay.api.policy import Policy, Request, ScriptedPolicy
+from selfplay.api.policy import Policy, Request, ScriptedPolicy, has_player
 from selfplay.api.types import Message, Role
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.scoring import eos_id
@@ -330,7 +330,7 @@ def _encode_prompts(
 
 
 def _check_players(game: Game, players: Sequence[str]) -> None:
-    unknown = [name for name in players if name not in game.players]
+    unknown = [name for name in players if not has_player(game, name)]
     if not players or unknown:
         known = ", ".join(sorted(game.players)) or "none"
         raise ValueError(
