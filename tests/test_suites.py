@@ -152,3 +152,19 @@ def test_an_unknown_phrasing_is_refused_before_the_policy_loads(capsys, monkeypa
     assert "(suite solver: --phrasings, --held-out)" in said
     assert main([*args, "--held-out", "menu"]) == 2
     assert "no phrasing 'menu'" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--matches", "1"], "--matches 1: a suite plays both seats"),
+        (["--phrasings", "default", "default"], "name each phrasing once"),
+        (["--held-out", "default"], "name each phrasing once"),
+    ],
+)
+def test_bad_suite_settings_are_refused_before_the_policy_loads(capsys, monkeypatch, extra, said):
+    import selfplay.core.commands.suites as suites
+
+    monkeypatch.setattr(suites, "load_policy", lambda args: pytest.fail("the policy loaded"))
+    assert main(["eval", "--suite", "solver", "--model", "tiny", *extra]) == 2
+    assert said in " ".join(capsys.readouterr().err.split())

@@ -106,16 +106,8 @@ def run_suite(
     own) reported apart, with its gap to that pooled mean."""
     matches = suite.matches if matches is None else matches
     held_out = list(getattr(suite, "held_out", ()) if held_out is None else held_out)
-    if matches < 2:
-        raise ConfigError(f"--matches {matches}: a suite plays both seats; give at least 2.")
-    if not seeds:
-        raise ConfigError("--seeds: give at least one seed.")
+    check_settings(seeds, matches, phrasings, held_out)
     every = [*phrasings, *held_out]
-    if not phrasings or len(set(every)) != len(every):
-        raise ConfigError(
-            f"--phrasings {' '.join(phrasings)} --held-out {' '.join(held_out) or '(none)'}: "
-            "name each phrasing once, and hold out only one that is not pooled."
-        )
     started = time.perf_counter()
     values: dict[str, dict[str, dict[str, float]]] = {}
     for phrasing in every:
@@ -143,6 +135,22 @@ def run_suite(
             phrasing: held_out_figures(values, report["figures"], phrasing) for phrasing in held_out
         }
     return report
+
+
+def check_settings(
+    seeds: Sequence[int], matches: int, phrasings: Sequence[str], held_out: Sequence[str]
+) -> None:
+    """The suite's settings, refused with their fix (`cmd_suite` asks before the policy loads)."""
+    if matches < 2:
+        raise ConfigError(f"--matches {matches}: a suite plays both seats; give at least 2.")
+    if not seeds:
+        raise ConfigError("--seeds: give at least one seed.")
+    every = [*phrasings, *held_out]
+    if not phrasings or len(set(every)) != len(every):
+        raise ConfigError(
+            f"--phrasings {' '.join(phrasings)} --held-out {' '.join(held_out) or '(none)'}: "
+            "name each phrasing once, and hold out only one that is not pooled."
+        )
 
 
 def held_out_figures(
@@ -234,7 +242,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
         )
     suite = find_suite(args.suite)
     held = args.held_out if args.held_out is not None else list(getattr(suite, "held_out", ()))
-    check_phrasings(suite, [*args.phrasings, *held])  # refused before the policy loads
+    # the settings are refused before the policy loads and any match is played
+    matches = suite.matches if args.matches is None else args.matches
+    check_settings(args.seeds, matches, args.phrasings, held)
+    check_phrasings(suite, [*args.phrasings, *held])
     if args.traces is not None:
         from selfplay.core.commands.traces import TraceWriter, trace_folder
 
