@@ -122,12 +122,9 @@ def random_player(game: Game, state: GameState, role: Role, rng: random.Random) 
 
 def minimax_player(game: Game, state: GameState, role: Role, rng: random.Random) -> str:
     """Perfect play; ties between equally good moves are broken at random."""
-    board, mark = state.board, MARKS[role]
-    other = "o" if mark == "x" else "x"
-    empty = [i for i, c in enumerate(board) if c == "."]
-    values = {i: -minimax_value(board[:i] + mark + board[i + 1 :], other) for i in empty}
+    values = game.move_values(state, role)
     best = max(values.values())
-    return game.answer(str(rng.choice([i for i, v in values.items() if v == best])))
+    return game.answer(rng.choice([i for i, v in values.items() if v == best]))
 
 
 class TicTacToe(Game):
@@ -210,6 +207,17 @@ class TicTacToe(Game):
 
     def legal_actions(self, state: TicTacToeState, role: Role) -> list[str]:
         return [self.answer(str(i)) for i, c in enumerate(state.board) if c == "."]
+
+    def move_values(self, state: TicTacToeState, role: Role) -> dict[str, int]:
+        """Each legal move's exact value for ``role`` (minimax: +1 win, 0 draw, -1 loss),
+        by action; the ``move-value`` reward scores a move by what it keeps."""
+        mark = MARKS[role]
+        other = "o" if mark == "x" else "x"
+        return {
+            str(i): -minimax_value(state.board[:i] + mark + state.board[i + 1 :], other)
+            for i, c in enumerate(state.board)
+            if c == "."
+        }
 
 
 @hookimpl

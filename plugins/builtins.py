@@ -29,6 +29,7 @@ DEFAULT_PLUGINS = (
     "selfplay.rewards.verdict",
     "selfplay.rewards.reward_model",
     "selfplay.rewards.shuffled",
+    "selfplay.rewards.move_value",
     "selfplay.verifiers.math_verifier",
     "selfplay.verifiers.basic",
     "selfplay.verifiers.code_verifier",

@@ -67,7 +67,7 @@ class Process(Reward):
 
     def _episode(self, episode: Episode) -> TurnScores:
         reference = self._reference(episode)
-        states = self._states_before(episode)
+        states = states_before(self.context.game, episode)
         return [
             self._turn(episode, i, reference, states[i]) if self.applies_to(turn.role) else None
             for i, turn in enumerate(episode.turns)
@@ -98,21 +98,6 @@ class Process(Reward):
         self._counts["error"] += 1
         return None
 
-    def _states_before(self, episode: Episode) -> list[GameState | None]:
-        """The state each turn was played in, replayed from its start (None where unknown)."""
-        game = self.context.game
-        states: list[GameState | None] = [None] * len(episode.turns)
-        if game is None or game.name != episode.game:
-            return states
-        state = game.start(episode)  # a branch starts where it branched off
-        for i, turn in enumerate(episode.turns):
-            states[i] = state
-            try:
-                state = game.step(state, turn.role, turn.text)
-            except ValueError:  # the record does not replay (another game's options)
-                break
-        return states
-
     def _reference(self, episode: Episode) -> str:
         key = self.options.reference
         if key is None:
@@ -126,6 +111,22 @@ class Process(Reward):
             f"({', '.join(sorted(episode.state)) or 'empty'}); set "
             "reward_options.process.reference to one of those keys."
         )
+
+
+def states_before(game: Any, episode: Episode) -> list[GameState | None]:
+    """The state each turn of ``episode`` was played in, replayed from its start (None where
+    unknown: no game, another game, a record that does not replay)."""
+    states: list[GameState | None] = [None] * len(episode.turns)
+    if game is None or game.name != episode.game:
+        return states
+    state = game.start(episode)  # a branch starts where it branched off
+    for i, turn in enumerate(episode.turns):
+        states[i] = state
+        try:
+            state = game.step(state, turn.role, turn.text)
+        except ValueError:  # the record does not replay (another game's options)
+            break
+    return states
 
 
 @hookimpl
