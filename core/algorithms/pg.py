@@ -35,6 +35,15 @@ cap C (``importance_cap``; unset: ``rollout.importance_cap``, else 2.0 when serv
   (or, at the sequence level, answers) whose w exceeds C left out of the loss (AReaL's
   ``behav_imp_weight_cap``: masked, not truncated).
 
+- ``masked-is``: TRL's GRPO default. The truncated-is weight w, but a token (or, at the
+  sequence level, an answer: ``level=sequence`` is TRL's ``sequence_mask``) whose w exceeds C
+  is left out of the loss instead of truncated (one update epoch; several: as truncated-is).
+
+``off_policy_mask`` (δ) adds DeepSeek-V3.2's off-policy sequence masking on top of any of them:
+an answer with a negative advantage whose tokens the trainer now finds, on average, more than
+δ nats less likely than the sampler did, mean_t (logp_b - logp_t) > δ, is left out of the loss
+(a bad answer the policy has already moved away from teaches only noise).
+
 A token the server did not sample (a search target) has logp_b = logp_old: w = 1, ratio 1.
 Under ``rollout.stale: reweight`` a sample older than the cap has its loss scaled by
 ``TrainSettings.age_weight`` (``rollout.age_decay`` per sync past it). ``w_i`` is the per-role
@@ -141,12 +150,20 @@ class PGOptions(Options):
     kl_coef: KLCoef = 0.05
     entropy_coef: EntropyCoef = 0.0
     role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
-    correction: Literal["truncated-is", "ppo-clip", "decoupled"] | None = Field(
+    correction: Literal["truncated-is", "masked-is", "ppo-clip", "decoupled"] | None = Field(
         default=None,
         description="How served tokens of another copy or an older version of the weights are "
-        "corrected: truncated-is (a truncated importance weight), ppo-clip (PPO's ratio to "
-        "the sampling policy, clipped), decoupled (AReaL's proximal policy). Unset: "
+        "corrected: truncated-is (a truncated importance weight), masked-is (the weight, with "
+        "tokens over the cap left out: TRL's default), ppo-clip (PPO's ratio to the sampling "
+        "policy, clipped), decoupled (AReaL's proximal policy). Unset: "
         f"{STALE_DEFAULT} with rollout.max_staleness > 0 (measured best), else truncated-is.",
+    )
+    off_policy_mask: float | None = Field(
+        default=None,
+        gt=0,
+        description="Served rollouts: leave out an answer with a negative advantage whose "
+        "tokens are on average this many nats less likely now than when sampled "
+        "(DeepSeek-V3.2's off-policy sequence masking; 0.5 is a start). Unset: none.",
     )
     level: Literal["token", "sequence"] = Field(
         default="token",
@@ -209,8 +226,13 @@ class PolicyGradient(Objective):
         behaviour = _padded([s.logprobs for s in samples], now)
         importance = ratio = floor = None
         old = now if self.train.update_epochs == 1 else behaviour
-        if served and self.correction == "truncated-is" and self.train.update_epochs == 1:
-            importance = _weights(now - behaviour, current.mask, self.options.level).clamp(max=cap)
+        one_epoch = self.train.update_epochs == 1
+        if served and self.correction in ("truncated-is", "masked-is") and one_epoch:
+            importance = _weights(now - behaviour, current.mask, self.options.level)
+            over = importance > cap
+            importance = importance.masked_fill(
+                over, 0.0 if self.correction == "masked-is" else cap
+            )
         elif served and self.correction == "ppo-clip":
             old, floor = behaviour, cap
             ratio = _ratio(current.logp - behaviour, current.mask, self.options.level)
@@ -219,12 +241,18 @@ class PolicyGradient(Objective):
             ratio = _ratio(current.logp - old, current.mask, self.options.level)
             behaviour_weight = _weights(old - behaviour, current.mask, self.options.level)
             importance = torch.where(behaviour_weight > cap, 0.0, behaviour_weight)
+        advantages = torch.tensor([i.advantage for i in items], dtype=torch.float32, device=device)
+        if served and self.options.off_policy_mask is not None:
+            kept = _on_policy(
+                behaviour - now, current.mask, advantages, self.options.off_policy_mask
+            )
+            importance = kept if importance is None else importance * kept
         scale = self.train.role_lr_scale
         weights = [scale.get(s.role, 1.0) * self.train.age_weight(s.staleness) for s in samples]
         terms = policy_gradient_loss(
             current,
             old,
-            torch.tensor([item.advantage for item in items], dtype=torch.float32, device=device),
+            advantages,
             torch.tensor(weights, dtype=torch.float32, device=device),
             clip=self.train.clip,
             ref_logp=None if reference is None else reference.logp,
@@ -244,6 +272,16 @@ class PolicyGradient(Objective):
             kept = self._proximal.setdefault(id(item), now[i].clone())
             rows.append(kept if kept.shape == now[i].shape else now[i])
         return torch.stack(rows)
+
+
+def _on_policy(
+    drift: torch.Tensor, mask: torch.Tensor, advantages: torch.Tensor, delta: float
+) -> torch.Tensor:
+    """1 for each token of an answer kept, 0 for one the off-policy mask leaves out: a
+    negative advantage and a mean ``drift`` (logp_b - logp, per token) over ``delta``."""
+    mean = (drift * mask).sum(-1) / mask.sum(-1).clamp_min(1)
+    left_out = (advantages < 0) & (mean > delta)
+    return (~left_out).float()[:, None].expand_as(drift)
 
 
 def _weights(log_ratio: torch.Tensor, mask: torch.Tensor, level: str) -> torch.Tensor:
