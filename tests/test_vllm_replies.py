@@ -77,3 +77,29 @@ def test_a_served_table_asks_one_row_per_request_of_any_server_but_ours(monkeypa
     assert server.echoes == ([1] * rows if owner == "vllm" else [rows])
     assert len(table) == 12
     assert all(sum(row.values()) == pytest.approx(1.0) for row in table.values())
+
+
+@pytest.mark.parametrize("turn", ["open", "continue", "close"])
+def test_an_exported_plain_chat_template_reads_a_chat_as_selfplay_serve_does(turn):
+    """vLLM reads a chat through the exported template; `selfplay serve` through the policy.
+    A closed reply ends with the end-of-sequence token, where generation stops (a policy
+    table scores each answer so), not with the newline that ends a turn in the history."""
+    from selfplay.core.commands.export import chat_template
+    from selfplay.core.models.tiny import load_tiny_policy
+    from selfplay.core.serving.completions import TokenizeRequest, chat_ids
+
+    policy = load_tiny_policy(seed=0)
+    chat = [
+        {"role": "system", "content": "Kuhn poker."},
+        {"role": "user", "content": "You hold K."},
+        {"role": "assistant", "content": "[bet]"},
+        {"role": "user", "content": "They call. Your card?"},
+        {"role": "assistant", "content": "[" if turn == "continue" else "[check]"},
+    ]
+    chat = chat[:-1] if turn == "open" else chat
+    flags = {"add_generation_prompt": turn == "open", "continue_final_message": turn == "continue"}
+    theirs = chat_ids(policy, TokenizeRequest(messages=chat, **flags))
+    tokenizer = policy.tokenizer
+    tokenizer.chat_template = chat_template(tokenizer, policy.include_system)
+    mine = tokenizer.apply_chat_template(chat, tokenize=True, return_dict=False, **flags)
+    assert list(mine["input_ids"] if hasattr(mine, "keys") else mine) == theirs

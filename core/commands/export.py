@@ -118,15 +118,22 @@ def readable(folder: Path) -> None:
 def chat_template(tokenizer: Any, include_system: bool = True) -> str:
     """A Jinja chat template that renders messages as selfplay's plain role-tagged format
     (`selfplay.core.models.tokenizer.render_plain_chat`), starting with the BOS token when the
-    tokenizer adds one by itself (Hugging Face's chat templates add their own)."""
+    tokenizer adds one by itself (Hugging Face's chat templates add their own).
+
+    A chat closed by the assistant's reply (no generation prompt) ends that reply with the
+    end-of-sequence token, where its generation stops, as `selfplay serve` reads it: a server
+    that scores each legal answer's closed chat (a policy table on vLLM) then scores what the
+    run scores, not the newline that ends a turn in the history."""
     bos = tokenizer.bos_token_id
     ids = tokenizer("x", add_special_tokens=True)["input_ids"]
     start = "{{ bos_token }}" if bos is not None and ids and ids[0] == bos else ""
     keep = "" if include_system else "{% if message['role'] != 'system' %}"
     end = "" if include_system else "{% endif %}"
+    closed = "loop.last and message['role'] == 'assistant' and not add_generation_prompt"
     return (
         f"{start}{{% for message in messages %}}{keep}"
-        "{{ '<|' + message['role'] + '|>' + message['content'] + '\\n' }}"
+        "{{ '<|' + message['role'] + '|>' + message['content'] }}"
+        f"{{% if {closed} %}}{{{{ eos_token }}}}{{% else %}}{{{{ '\\n' }}}}{{% endif %}}"
         f"{end}{{% endfor %}}"
         "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
     )
