@@ -25,7 +25,13 @@ descent)
 
     KL(q || q_ref) = sum_b q(b) (log q(b) - log q_ref(b))
 
-and the entropy bonus ``objective_options.entropy_coef * H(q)``. The loss of a minibatch is the
+and the entropy bonus ``objective_options.entropy_coef * H(q)``. With ``uniform_magnet`` w the
+magnet is the mixture (1 - w) q_ref + w u of the reference's choice and the uniform choice u
+over the menu; at w = 1 (no reference is scored) KL(q || u) = log n - H(q), magnetic mirror
+descent's magnet for a quantal response equilibrium (Sokota et al. 2023), whose policy stays
+mixed where the game's equilibrium mixes. A pretrained model's reference is nearly
+deterministic over a menu (SmolLM2 checks with 0.995 at Kuhn poker, whatever its card), and a
+pull toward it keeps the policy pure. The loss of a minibatch is the
 mean over its decisions. One update epoch only: the rollout did not record the other answers'
 scores, so a PPO ratio of q is not available.
 
@@ -43,6 +49,7 @@ its loss is scaled by its age weight too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -79,6 +86,14 @@ class LegalPGOptions(Options):
         default=20.0,
         gt=0,
         description="neurd: the cap on the importance weight 1 / q(chosen answer).",
+    )
+    uniform_magnet: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="The uniform choice's share in the KL magnet: 0 pulls toward the "
+        "reference's choice, 1 toward uniform over the legal answers (a policy that stays "
+        "mixed; no reference is scored), between them toward their mixture.",
     )
 
 
@@ -142,7 +157,7 @@ class LegalPolicyGradient(Objective):
         return decisions
 
     def wants_reference(self) -> bool:
-        return self.train.kl_coef > 0
+        return self.train.kl_coef > 0 and self.options.uniform_magnet < 1
 
     def weight(self, items: Sequence[Any]) -> float:
         return float(len(items))  # a mean over decisions
@@ -173,9 +188,9 @@ class LegalPolicyGradient(Objective):
             entropy = -(q * logq).sum()
             loss = policy - self.train.entropy_coef * entropy
             kl = torch.zeros((), device=logits.device)
-            if ref_totals is not None:
-                ref_logq = torch.log_softmax(ref_totals[k : k + n], dim=0)
-                kl = (q * (logq - ref_logq)).sum()
+            magnet = self._magnet(None if ref_totals is None else ref_totals[k : k + n], logq)
+            if magnet is not None:
+                kl = (q * (logq - magnet)).sum()
                 loss = loss + self.train.kl_coef * kl
             losses.append(loss)
             for name, value in zip(parts, (policy, kl, entropy, q[a]), strict=True):
@@ -183,3 +198,17 @@ class LegalPolicyGradient(Objective):
             k += n
         metrics = {name: torch.stack(v).mean().item() for name, v in parts.items()}
         return Loss(torch.stack(losses).mean(), metrics)
+
+    def _magnet(self, ref_totals: torch.Tensor | None, logq: torch.Tensor) -> torch.Tensor | None:
+        """log of the KL magnet over a menu (``logq``'s); None without a KL term."""
+        share = self.options.uniform_magnet
+        if self.train.kl_coef <= 0 or (ref_totals is None and share < 1):
+            return None
+        uniform = torch.full_like(logq, -math.log(len(logq))).detach()
+        if ref_totals is None or share >= 1:
+            return uniform
+        ref_logq = torch.log_softmax(ref_totals, dim=0)
+        if share <= 0:
+            return ref_logq
+        mix = torch.stack([ref_logq + math.log1p(-share), uniform + math.log(share)])
+        return torch.logsumexp(mix, dim=0)
