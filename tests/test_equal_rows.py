@@ -88,3 +88,33 @@ def test_a_repeated_row_costs_nothing_in_the_micro_batches():
     budget = TokenBudget(tokens=40)
     assert len(pack_by_tokens(items, budget, once=True)) == 1
     assert len(pack_by_tokens(items, budget)) > 5
+
+
+def test_equal_requests_are_scored_once_in_play():
+    """The legal choice scores a position's menu once however many matches stand there."""
+    from selfplay.api.policy import Request
+    from selfplay.core.models.policy_table import score_answers
+    from selfplay.core.models.tiny import load_tiny_policy
+    from selfplay.games.kuhn_poker import KuhnPoker
+
+    game, policy = KuhnPoker(), load_tiny_policy(choice="legal")
+    rng = random.Random(0)
+    states = [game.reset(seed) for seed in range(6)]  # six deals: three cards for player_0
+    requests = [
+        Request(game, s, "player_0", tuple(game.observe(s, "player_0")), rng) for s in states
+    ]
+    prompts = policy.encode(requests)
+    menus = [["[check]", "[bet]"]] * len(prompts)
+    rows = []
+    policy.model.register_forward_hook(
+        lambda m, args, kwargs, out: rows.append(len(kwargs["input_ids"])), with_kwargs=True
+    )
+    _, once = score_answers(policy, prompts, menus, 1.0)
+    read = sum(rows)
+    kinds = list({tuple(p): p for p in prompts}.values())
+    assert len(kinds) < len(prompts) and len(once) == 2 * len(prompts)
+    rows.clear()
+    score_answers(policy, kinds, menus[: len(kinds)], 1.0)
+    assert read == sum(rows)  # as many rows through the model as the distinct requests take
+    _, each = score_answers(policy, prompts, menus, 1.0, shared_prompts=False)
+    assert torch.allclose(once, each, atol=1e-5)

@@ -25,7 +25,10 @@ descent)
 
     KL(q || q_ref) = sum_b q(b) (log q(b) - log q_ref(b))
 
-and the entropy bonus ``objective_options.entropy_coef * H(q)``. With ``uniform_magnet`` w the
+and the entropy bonus ``objective_options.entropy_coef * H(q)``. ``kl_direction=reverse`` takes
+KL(q_ref || q) = sum_b q_ref(b) (log q_ref(b) - log q(b)) instead: its gradient on the answers'
+logits is q - q_ref, which does not fade as q turns pure (the forward KL's and the entropy's
+vanish there, and an answer no longer sampled is never learned again). With ``uniform_magnet`` w the
 magnet is the mixture (1 - w) q_ref + w u of the reference's choice and the uniform choice u
 over the menu; at w = 1 (no reference is scored) KL(q || u) = log n - H(q), magnetic mirror
 descent's magnet for a quantal response equilibrium (Sokota et al. 2023), whose policy stays
@@ -86,6 +89,12 @@ class LegalPGOptions(Options):
         default=20.0,
         gt=0,
         description="neurd: the cap on the importance weight 1 / q(chosen answer).",
+    )
+    kl_direction: Literal["forward", "reverse"] = Field(
+        default="forward",
+        description="forward: KL(q || magnet), magnetic mirror descent's; reverse: "
+        "KL(magnet || q), whose pull does not fade as the choice turns pure (no answer's "
+        "probability reaches 0).",
     )
     uniform_magnet: float = Field(
         default=0.0,
@@ -190,7 +199,10 @@ class LegalPolicyGradient(Objective):
             kl = torch.zeros((), device=logits.device)
             magnet = self._magnet(None if ref_totals is None else ref_totals[k : k + n], logq)
             if magnet is not None:
-                kl = (q * (logq - magnet)).sum()
+                if self.options.kl_direction == "reverse":
+                    kl = (magnet.exp() * (magnet - logq)).sum()
+                else:
+                    kl = (q * (logq - magnet)).sum()
                 loss = loss + self.train.kl_coef * kl
             losses.append(loss)
             for name, value in zip(parts, (policy, kl, entropy, q[a]), strict=True):

@@ -109,7 +109,23 @@ def score_answers(
     (prompt, answer) in menu order, zero past each answer's end; no grad. Each prompt is read
     once for all its answers (`score_menus`), or with ``shared_prompts=False`` every
     (prompt, answer) is a row of its own (the same values to float rounding, several times
-    slower for long prompts)."""
+    slower for long prompts). Equal requests (prompt and menu) are scored once: a Kuhn
+    poker iteration's decisions are a dozen information sets."""
+    kinds: dict[tuple, int] = {}
+    pairs = zip(prompts, menus, strict=True)
+    which = [kinds.setdefault((tuple(p), tuple(m)), len(kinds)) for p, m in pairs]
+    if len(kinds) < len(which):  # equal requests (the same position and menu) scored once
+        first = {kind: i for i, kind in reversed(list(enumerate(which)))}
+        order = [first[kind] for kind in range(len(kinds))]
+        tokens_of, scored = score_answers(
+            policy, [prompts[i] for i in order], [menus[i] for i in order], temperature,
+            shared_prompts,
+        )  # fmt: skip
+        starts = [0]
+        for i in order:
+            starts.append(starts[-1] + len(menus[i]))
+        rows = [r for kind in which for r in range(starts[kind], starts[kind + 1])]
+        return tokens_of, scored[rows]
     stop = eos_id(policy)
     texts = sorted({answer for menu in menus for answer in menu})
     encoded = policy.tokenizer(texts, add_special_tokens=False)["input_ids"]
