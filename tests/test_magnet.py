@@ -16,10 +16,10 @@ from selfplay.api.objective import IterationData, Scored, TrainSettings
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 
 
-def kl_loss(share: float, totals: list[float], reference: list[float] | None):
+def kl_loss(share: float, totals: list[float], reference: list[float] | None, direction="forward"):
     """(loss, the gradient on the answers' logits, metrics) of a decision with advantage 0:
     the KL term alone, at kl_coef 1."""
-    objective = LegalPolicyGradient(kl_coef=1.0, uniform_magnet=share)
+    objective = LegalPolicyGradient(kl_coef=1.0, uniform_magnet=share, kl_direction=direction)
     objective.bind(TrainSettings(kl_coef=1.0))
     sample = Sample("g", "r", (1, 2), (ord("a"), 0), (), 1.0, (1, 2), menu=("a", "b", "c"))
     data = IterationData([sample], [0.0], encode=lambda t: (ord(t), 0))
@@ -55,3 +55,15 @@ def test_a_mixed_magnet_is_the_mixture_of_the_two_choices():
     pure, _, _, _ = kl_loss(0.0, totals, reference)
     ref_q = torch.softmax(torch.tensor(reference), 0)
     assert pure == pytest.approx(float((q * (q.log() - ref_q.log())).sum()), rel=1e-5)
+
+
+def test_the_reverse_direction_keeps_pulling_a_pure_choice_back():
+    pure = [0.0, -12.0, -12.0]  # q(a) = 0.99999
+    _, forward, _, _ = kl_loss(1.0, pure, None)
+    loss, reverse, _, _ = kl_loss(1.0, pure, None, "reverse")
+    q = torch.softmax(torch.tensor(pure), 0)
+    assert loss == pytest.approx(
+        float((torch.full((3,), 1 / 3) * (math.log(1 / 3) - q.log())).sum())
+    )
+    assert torch.allclose(reverse, q - 1 / 3, atol=1e-6)  # d KL(u || q) / dy = q - u
+    assert forward.abs().max() < 1e-3 < reverse.abs().max()  # the forward pull has faded
