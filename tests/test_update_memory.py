@@ -19,7 +19,12 @@ from selfplay.core.algorithms.sft import SFT
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.run.config_loader import build_config
-from selfplay.core.train.micro_batches import TokenBudget, pack_by_tokens
+from selfplay.core.train.micro_batches import (
+    AUTO_BYTES,
+    BYTES_PER_LOGIT,
+    TokenBudget,
+    pack_by_tokens,
+)
 from selfplay.core.train.reference import Reference
 from selfplay.core.train.update import Updater
 
@@ -141,6 +146,35 @@ def test_items_are_packed_in_order_within_the_token_budget():
     assert every.fits(64, 60) and not every.fits(64, 200)  # the default run: one, mostly
     wide = TokenBudget.auto(SimpleNamespace(config=SimpleNamespace(n_embd=64, n_layer=2, n_head=2)))
     assert wide.fits(16, 577) and not wide.fits(32, 577)  # the wide run: ~18 rows
+
+
+def test_the_automatic_budget_counts_the_answers_logits():
+    """Rows that read a shared prompt from a cache cost little, and their answers' logits do
+    not: 192 rows of 8 answer tokens after six prompts (the 50k-vocabulary toy's Kuhn poker
+    minibatch of 256) held 0.6 GB of logits and their gradients in one micro-batch that the
+    budget, counting activations alone, put at 0.2 GB."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(n_embd=64, n_layer=2, n_head=2, vocab_size=50_000)
+    wide = TokenBudget.auto(SimpleNamespace(config=config))
+    assert wide.vocab == 50_000 and TokenBudget.auto(build_tiny(seed=0)[0]).vocab == 107
+    rng = random.Random(0)
+    rules = tuple(rng.randrange(3, 100) for _ in range(420))
+    prompts = [(*rules, *(rng.randrange(3, 100) for _ in range(140 + k))) for k in range(6)]
+    rows = [
+        SimpleNamespace(
+            prompt_ids=prompts[k % 6], token_ids=tuple(rng.randrange(3, 100) for _ in range(8))
+        )
+        for k in range(192)
+    ]
+    items = [SimpleNamespace(samples=(row,)) for row in rows]
+    logits = 8 * 50_000 * BYTES_PER_LOGIT  # a row's, with their gradient
+    packed = pack_by_tokens(items, wide, shared=True, once=True)
+    assert len(packed) == 3 and max(len(micro) for micro in packed) * logits <= AUTO_BYTES
+    without = replace(wide, vocab=0)  # the activations alone: one micro-batch of 614 MB logits
+    assert pack_by_tokens(items, without, shared=True, once=True) == [items]
+    assert wide.fits(17, 577) and not wide.fits(17, 577, answer=8)  # a row's 3.2 MB more
+    assert TokenBudget(400).cost([(2, 100, 0)], answers=16) == 200  # tokens: no logits
 
 
 def test_the_output_layer_sees_only_answer_positions():

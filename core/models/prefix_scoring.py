@@ -94,6 +94,7 @@ class Shape:
             return
         self.seen.add(row)
         self.longest = max(self.longest, len(prompt) + len(answer))
+        self.longest_answer = max(self.longest_answer, len(answer))
         self.rows += 1
         if not self.share:  # the row pass reads nothing else
             return
@@ -104,7 +105,6 @@ class Shape:
             self.preamble = _common(self.first, prompt, self.preamble)
         self.longest_prompt = max(self.longest_prompt, len(prompt))
         self.shortest_prompt = min(self.shortest_prompt, len(prompt))
-        self.longest_answer = max(self.longest_answer, len(answer))
         self.counts[prompt] = self.counts.get(prompt, 0) + 1
 
     @property

@@ -199,22 +199,30 @@ class StepPreambles:
 # bounded by default"). A row reading a shared prefix from the cache keeps its copy of the
 # cache's keys and values for the backward pass: this many bytes per cached position per unit
 # of width per layer (float32 keys and values, repeated to every head as attention reads
-# them), a twelfth of a token's cost. The automatic budget keeps a micro-batch near AUTO_BYTES.
+# them), a twelfth of a token's cost. Each answer position's logits are kept for the backward
+# pass, which adds their gradient beside them: this many bytes per position per entry of the
+# vocabulary (float32, twice). Rows of a whole prompt dwarf them; rows that read their prompt
+# from a cache do not (192 rows after a shared prompt held 0.6 GB of a 50k vocabulary's
+# logits, three times what the budget counted). The automatic budget keeps a micro-batch near
+# AUTO_BYTES.
 BYTES_PER_TOKEN_UNIT = 96
 BYTES_PER_PAIR = 8
 BYTES_PER_CACHED_UNIT = 8
+BYTES_PER_LOGIT = 8
 AUTO_BYTES = 320 << 20
 
 
 @dataclass(frozen=True)
 class TokenBudget:
     """How large a micro-batch may grow: ``tokens`` padded tokens, or (``auto``) the bytes
-    its activations cost for a model of this width, depth and head count."""
+    its activations and answer logits cost for a model of this width, depth, head count and
+    vocabulary."""
 
     tokens: int | None = None
     width: int = 0
     depth: int = 0
     heads: int = 0
+    vocab: int = 0
 
     @classmethod
     def auto(cls, model: Any) -> TokenBudget:
@@ -222,23 +230,26 @@ class TokenBudget:
         width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 768)
         depth = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 12)
         heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", 12)
-        return cls(None, int(width), int(depth), int(heads))
+        vocab = getattr(config, "vocab_size", None) or 0
+        return cls(None, int(width), int(depth), int(heads), int(vocab))
 
     @property
     def limit(self) -> float:
         return float(AUTO_BYTES if self.tokens is None else self.tokens)
 
-    def fits(self, rows: int, longest: int) -> bool:
-        """Whether ``rows`` rows of ``longest`` padded tokens, a row each, fit."""
-        return self.cost([(rows, longest, 0)]) <= self.limit
+    def fits(self, rows: int, longest: int, answer: int = 0) -> bool:
+        """Whether ``rows`` rows of ``longest`` padded tokens, ``answer`` of them the
+        answer's, a row each, fit."""
+        return self.cost([(rows, longest, 0)], rows * answer) <= self.limit
 
-    def cost(self, passes: Sequence[Pass]) -> float:
-        """What forward passes of (rows, padded tokens, cached positions each row reads)
-        hold: padded tokens, a cached position at the share of a token it costs; or bytes."""
+    def cost(self, passes: Sequence[Pass], answers: int = 0) -> float:
+        """What forward passes of (rows, padded tokens, cached positions each row reads) and
+        the logits of ``answers`` answer positions hold: padded tokens, a cached position at
+        the share of a token it costs (logits not counted); or bytes."""
         if self.tokens is not None:
             share = BYTES_PER_CACHED_UNIT / BYTES_PER_TOKEN_UNIT
             return sum(n * (w + share * c) for n, w, c in passes)
-        total = 0
+        total = answers * self.vocab * BYTES_PER_LOGIT
         for rows, width, cached in passes:
             linear = rows * width * BYTES_PER_TOKEN_UNIT + rows * cached * BYTES_PER_CACHED_UNIT
             pairs = rows * width * (cached + width) * self.heads * BYTES_PER_PAIR
@@ -263,11 +274,11 @@ def pack_by_tokens(
     current: list[Any] = []
     shape, largest = Shape(share=shared, held=held, once=once), 0.0
     for item in items:
-        alone = budget.cost(_with(Shape(share=False), item).passes())
+        alone = _cost(budget, _with(Shape(share=False), item))
         trial = _with(shape, item)  # no copy: a shape that overflows is started afresh
         plan = trial.plan()
         room = budget.limit if plan == PLANS[0] else max(budget.limit, largest, alone)
-        if current and budget.cost(trial.passes(plan)) > room:
+        if current and _cost(budget, trial, plan) > room:
             batches.append(current)
             fresh = Shape(share=shared, held=held, once=once)
             current, trial, largest = [], _with(fresh, item), 0.0
@@ -276,6 +287,12 @@ def pack_by_tokens(
     if current:
         batches.append(current)
     return batches
+
+
+def _cost(budget: TokenBudget, shape: Shape, plan: tuple[str, ...] | None = None) -> float:
+    """What scoring ``shape`` with gradients holds: its passes, and the logits of its rows'
+    answer positions (each row padded to the longest answer)."""
+    return budget.cost(shape.passes(plan), shape.rows * shape.longest_answer)
 
 
 def _with(shape: Shape, item: Any) -> Shape:

@@ -12,18 +12,18 @@ with gradients and for the reference without (`score_shared`, core/models/prefix
 the same values and gradients as a row per sample, to float rounding); ``share_prefixes=False``
 scores a row per sample.
 
-Micro-batches bound the memory of a step: a minibatch is scored and back-propagated a few
-items at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared
-prompt counted once and each row's copy of its cache at its share of a token, by default
-sized from the model's width, depth and heads by `TokenBudget`; or ``train.micro_batch_size``
-items; core/train/micro_batches.py, where the preamble the micro-batches share is also held
-for the step and run once), each loss weighted by its share of the
-minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
-the whole minibatch's before the one optimiser step. Under DDP only the last backward pass
-of a step synchronises gradients, so processes whose minibatches split differently still
-meet in the same collective; and since DDP averages gradients over processes, each loss is
-scaled by ``processes * mine / everyone's`` weight, so the step is the mean over every
-process's minibatch, as one process would take it over all of them.
+Micro-batches bound the memory of a step: a minibatch is scored and back-propagated a few items
+at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared prompt
+counted once and each row's copy of its cache at its share of a token; by default bytes, from
+the model's width, depth, heads and vocabulary, answer logits included, by `TokenBudget`; or
+``train.micro_batch_size`` items; core/train/micro_batches.py, where the preamble the
+micro-batches share is also held for the step and run once), each loss weighted by its share of
+the minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
+the whole minibatch's before the one optimiser step. Under DDP only the last backward pass of a
+step synchronises gradients, so processes whose minibatches split differently still meet in the
+same collective; and since DDP averages gradients over processes, each loss is scaled by
+``processes * mine / everyone's`` weight, so the step is the mean over every process's
+minibatch, as one process would take it over all of them.
 """
 
 from __future__ import annotations
