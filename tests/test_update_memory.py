@@ -208,6 +208,26 @@ def test_chunked_log_softmax_equals_one_chunk(monkeypatch):
         assert torch.allclose(a, b, rtol=0, atol=1e-6)
 
 
+def test_the_backward_pass_writes_the_logits_gradient_over_given_logits(monkeypatch):
+    """`score` gives its logits up: their gradient is written where they were, chunk by chunk,
+    so a pass never holds the two side by side; logits not given are left as they were."""
+    monkeypatch.setattr(scoring, "CHUNK_ELEMENTS", 2 * 11)  # chunks of two rows
+    logits = torch.randn(5, 3, 11, generator=torch.Generator().manual_seed(0))
+    targets = torch.randint(0, 11, (5, 3), generator=torch.Generator().manual_seed(1))
+    grads = {}
+    for given in (False, True):
+        leaf = logits.clone().requires_grad_()
+        made = leaf * 1.0  # an intermediate, as a model's output is
+        seen: list[torch.Tensor] = []
+        made.register_hook(seen.append)
+        logp, entropy = scoring.answer_logprobs(made, targets, 0.7, True, given=given)
+        (logp.sum() + 0.1 * entropy.sum()).backward()
+        grads[given] = leaf.grad
+        assert (seen[0].data_ptr() == made.data_ptr()) is given
+        assert torch.equal(made.detach(), seen[0] if given else logits)
+    assert torch.equal(grads[True], grads[False])  # the same values, bit for bit
+
+
 def test_a_model_without_an_output_layer_is_scored_from_its_full_logits():
     model = build_tiny(seed=0)[0]
 

@@ -11,8 +11,11 @@ the answer positions are read. So the hidden states are cut down to the answer p
 before the model's output layer (a forward pre-hook on ``get_output_embeddings()``, which
 works through LoRA, DDP and Fabric's wrappers), and the log-softmax runs over chunks of rows
 and is recomputed chunk by chunk in the backward pass (`answer_logprobs`): what a forward
-keeps for the gradient is the answer logits, once. The ops per row are the ones a plain
-``log_softmax`` would run, so values and gradients are those of the unchunked computation.
+keeps for the gradient is the answer logits, once, and the backward pass writes their gradient
+over them (they are the model's output, which nothing else reads), so they are never held
+twice: 123 MB less at the peak of a pass of 77 rows of 8 answer tokens over a 50k vocabulary.
+The ops per row are the ones a plain ``log_softmax`` would run, so values and gradients are
+those of the unchunked computation.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def score_packed(
     if not sliced:  # a model without an output layer to hook: cut its full logits
         logits = logits[rows, positions]
     targets = ids[rows, positions + 1]
-    logp, entropy = answer_logprobs(logits, targets, temperature, with_entropy)
+    logp, entropy = answer_logprobs(logits, targets, temperature, with_entropy, given=True)
     return Scored(logp=logp, entropy=entropy, mask=mask)
 
 
@@ -127,19 +130,25 @@ def output_layer(model: torch.nn.Module) -> torch.nn.Module | None:
 
 
 def answer_logprobs(
-    logits: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float,
+    with_entropy: bool,
+    given: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probability of each target, entropy at each position) of ``[..., vocab]`` logits.
 
     In chunks of rows (`CHUNK_ELEMENTS`); with gradients, through `_ChunkedLogSoftmax`, which
     keeps only ``logits`` for the backward pass and recomputes the rest a chunk at a time.
+    ``given``: the caller reads ``logits`` no more, so the backward pass writes their gradient
+    over them rather than into a tensor of their size beside them.
     """
     shape = targets.shape
     flat, flat_targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
     rows = max(1, CHUNK_ELEMENTS // max(flat.shape[-1], 1))
     if torch.is_grad_enabled() and flat.requires_grad:
         logp, entropy = _ChunkedLogSoftmax.apply(
-            flat, flat_targets, temperature, with_entropy, rows
+            flat, flat_targets, temperature, with_entropy, rows, given
         )
     else:
         logp, entropy = _chunked(flat, flat_targets, temperature, with_entropy, rows)
@@ -168,12 +177,14 @@ def _chunked(logits, targets, temperature, with_entropy, rows):
 
 
 class _ChunkedLogSoftmax(torch.autograd.Function):
-    """`_terms` over chunks of rows, recomputed per chunk in the backward pass."""
+    """`_terms` over chunks of rows, recomputed per chunk in the backward pass; with ``given``,
+    each chunk's gradient written over its logits, which that chunk's recomputation has read."""
 
     @staticmethod
-    def forward(ctx, logits, targets, temperature, with_entropy, rows):
+    def forward(ctx, logits, targets, temperature, with_entropy, rows, given):
         ctx.save_for_backward(logits, targets)
         ctx.temperature, ctx.with_entropy, ctx.rows = temperature, with_entropy, rows
+        ctx.given = given
         ctx.set_materialize_grads(False)  # an output the loss does not use gets None
         return _chunked(logits, targets, temperature, with_entropy, rows)
 
@@ -184,8 +195,8 @@ class _ChunkedLogSoftmax(torch.autograd.Function):
         pairs = [(0, grad_logp), (1, grad_entropy if ctx.with_entropy else None)]
         pairs = [(k, g) for k, g in pairs if g is not None]
         if not pairs:
-            return None, None, None, None, None
-        grad = torch.empty_like(logits)
+            return None, None, None, None, None, None
+        grad = logits if ctx.given else torch.empty_like(logits)
         for start in range(0, logits.shape[0], ctx.rows):
             end = start + ctx.rows
             with torch.enable_grad():
@@ -194,7 +205,7 @@ class _ChunkedLogSoftmax(torch.autograd.Function):
                 outputs = [terms[k] for k, _ in pairs]
                 grads = [g[start:end] for _, g in pairs]
                 (grad[start:end],) = torch.autograd.grad(outputs, chunk, grads)
-        return grad, None, None, None, None
+        return grad, None, None, None, None, None
 
 
 def eos_id(policy: Any) -> int:

@@ -200,11 +200,14 @@ class StepPreambles:
 # cache's keys and values for the backward pass: this many bytes per cached position per unit
 # of width per layer (float32 keys and values, repeated to every head as attention reads
 # them), a twelfth of a token's cost. Each answer position's logits are kept for the backward
-# pass, which adds their gradient beside them: this many bytes per position per entry of the
-# vocabulary (float32, twice). Rows of a whole prompt dwarf them; rows that read their prompt
-# from a cache do not (192 rows after a shared prompt held 0.6 GB of a 50k vocabulary's
-# logits, three times what the budget counted). The automatic budget keeps a micro-batch near
-# AUTO_BYTES.
+# pass, which writes their gradient over them, and the log-softmax works on copies of them a
+# chunk at a time (core/models/scoring.py): counted at this many bytes per position per entry
+# of the vocabulary, twice a float32 logit, about their cost where a pass's answers fill less
+# than a chunk and more than it where they fill several, which leaves a wide vocabulary's pass
+# room under the budget. Rows of a whole prompt dwarf them; rows that read their prompt from a
+# cache do not (192 rows after a shared prompt held 0.6 GB of a 50k vocabulary's logits and
+# their gradients, three times what a budget of activations alone counted). The automatic
+# budget keeps a micro-batch near AUTO_BYTES.
 BYTES_PER_TOKEN_UNIT = 96
 BYTES_PER_PAIR = 8
 BYTES_PER_CACHED_UNIT = 8
