@@ -254,11 +254,12 @@ def pass_peaks(args: argparse.Namespace) -> None:
     per backward pass with its rows and longest row, the resident set and glibc's free heap
     before it (``resident_mb``, ``free_heap_mb``), and the peak during it (``VmHWM``, reset as
     the pass starts). The whole run's peak is ``run``'s (the peak is reset here)."""
+    from selfplay.core import memory
     from selfplay.core.run.config_loader import build_config
     from selfplay.core.run.trainer import train
-    from selfplay.core.train import state, update
+    from selfplay.core.train import update
 
-    glibc = state._glibc()
+    glibc = memory._glibc()
     loss, step = update.Updater._loss, update.Updater._step
     open_pass: list[dict[str, Any]] = []
 
@@ -267,7 +268,7 @@ def pass_peaks(args: argparse.Namespace) -> None:
             row = open_pass.pop()
             print(json.dumps({**row, "pass_peak_rss_mb": round(resident("VmHWM"))}), flush=True)
 
-    def measured(self: Any, items: list[Any]) -> Any:
+    def measured(self: Any, items: list[Any], *rest: Any) -> Any:
         close()
         rows = [sample for item in items for sample in item.samples]
         longest = max(len(s.prompt_ids) + len(s.token_ids) for s in rows)
@@ -277,7 +278,7 @@ def pass_peaks(args: argparse.Namespace) -> None:
             {"rows": len(rows), "longest": longest, "resident_mb": before, "free_heap_mb": heap}
         )
         Path("/proc/self/clear_refs").write_text("5")
-        return loss(self, items)
+        return loss(self, items, *rest)
 
     def stepped(self: Any, batch: list[Any], stats: Any) -> None:
         step(self, batch, stats)
