@@ -1,14 +1,13 @@
-"""Speed ledger: HEAD against a named commit on the race and on the default run, alternated.
+"""Speed ledger: HEAD against a named commit on the race and on the default run, alternated:
+their seconds and their peak memory.
 
 Run it before landing any change to core/ that is not only docs, and record the figure in
-benchmarks/RESULTS.md when a measure moves more than 3%:
+benchmarks/RESULTS.md when a time moves more than 3% or a peak more than 5%:
 
     python benchmarks/speed_ledger.py --against COMMIT [--rounds 2] [--threads 2]
 
-Each commit is checked out in a git worktree of its own (removed at the end, also after an
-error or Ctrl-C) and imported from there: the repository root is the ``selfplay`` package, so
-a temporary folder holds a ``selfplay`` link to the worktree and goes first on PYTHONPATH
-(ahead of any installed copy; each child process checks which one it imported). Both commits
+Each commit is checked out in a git worktree of its own and imported from there
+(benchmarks/checkouts.py; each child process checks which copy it imported). Both commits
 run the same invocation from the same harness, HEAD's (``--own-harness``: each commit's own
 benchmarks/peer_trl.py, for a commit whose code HEAD's harness no longer fits), alternated
 round by round (HEAD first in odd rounds, the commit first in even ones):
@@ -23,13 +22,20 @@ round by round (HEAD first in odd rounds, the commit first in even ones):
   repeats forty times; it also puts the cold start and the evaluations, core code both,
   under the ledger.
 
-It prints every round, then per measure the medians and HEAD's speed against the commit
-(the commit's seconds over HEAD's: above 1, HEAD is faster), and exits 1 when HEAD is more
-than ``--threshold`` (3%) slower on the race, the iteration or the run. The rounds' spread is
-printed beside them: on a shared machine a 3% move is within the noise, so rerun on a quiet
-one before recording it. Each child's CPU time (user + system) is shown too, never gated:
-it moves far less with the load than the wall clock does (with ``--threads 1``; two threads
-spin while they wait for each other). Uncommitted changes are not measured.
+Beside each child's seconds, its peak resident memory (the kernel's ``ru_maxrss`` of the
+race's side and of the run's command, read from outside): memory is watched like speed, since
+a change that leaves the seconds alone can still double a peak (prompts read once let a
+micro-batch hold 192 rows of a 50k vocabulary's logits: 1.6 GB against 0.9 GB).
+
+It prints every round, then per measure the medians and the commit's figure over HEAD's
+(above 1, HEAD is faster or leaner), and exits 1 when HEAD is more than ``--threshold`` (3%)
+slower on the race, the iteration or the run, or when either child's peak is more than
+``--memory-threshold`` (5%) above the commit's. The rounds' spread is printed beside them:
+on a shared machine a 3% move in seconds is within the noise, so rerun on a quiet one before
+recording it; a peak does not move with the load, so a rise is the code's. Each child's CPU
+time (user + system) is shown too, never gated: it moves far less with the load than the
+wall clock does (with ``--threads 1``; two threads spin while they wait for each other).
+Uncommitted changes are not measured.
 """
 
 from __future__ import annotations
@@ -40,17 +46,27 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from checkouts import (  # beside; pretrained_iteration.py imports them from here
+    Checkout,
+    LedgerError,
+    check_import,
+    checkouts,
+    child,
+    environment,
+    git,
+    resolve,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLD = 0.03
+MEMORY_THRESHOLD = 0.05
 
 
 @dataclass(frozen=True)
@@ -59,7 +75,8 @@ class Measure:
     label: str
     column: str  # its heading in the table of rounds
     source: str  # "race" or "run": the child that measures it
-    gated: bool  # HEAD slower than the threshold on it fails the ledger
+    gated: bool  # HEAD worse than the threshold on it fails the ledger
+    memory: bool = False  # a peak in MB, under the memory threshold; else seconds
 
 
 MEASURES = (
@@ -67,100 +84,14 @@ MEASURES = (
     Measure("race_generation", "  its generation (s)", "gen", "race", False),
     Measure("race_update", "  its update (s)", "upd", "race", False),
     Measure("race_cpu", "  its process's CPU time (s)", "cpu", "race", False),
+    Measure("race_peak", "  its peak memory (MB)", "MB", "race", True, memory=True),
     Measure("iteration", "default run, iteration (s)", "iter", "run", True),
     Measure("iteration_rollout", "  its matches (s)", "matches", "run", False),
     Measure("iteration_update", "  its update (s)", "upd", "run", False),
     Measure("run", "default run, whole command (s)", "command", "run", True),
     Measure("run_cpu", "  its process's CPU time (s)", "cpu", "run", False),
+    Measure("run_peak", "  its peak memory (MB)", "MB", "run", True, memory=True),
 )
-
-
-class LedgerError(Exception):
-    """A commit, a worktree or a measuring child that failed; the message says which."""
-
-
-# ---- the commits and their worktrees -------------------------------------------------------
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    if done.returncode:
-        raise LedgerError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
-    return done.stdout.strip()
-
-
-def resolve(repo: Path, name: str) -> str:
-    """The full hash of commit ``name``, or a `LedgerError` naming it."""
-    try:
-        return git(repo, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
-    except LedgerError:
-        raise LedgerError(
-            f"{name!r} is not a commit of {repo.name}; name one `git log --oneline` shows."
-        ) from None
-
-
-@dataclass(frozen=True)
-class Checkout:
-    label: str  # "HEAD" or the commit as given
-    commit: str
-    folder: Path  # the worktree
-    path: Path  # the PYTHONPATH entry: a folder with a ``selfplay`` link to the worktree
-
-
-@contextmanager
-def checkouts(repo: Path, commits: dict[str, str], where: Path) -> Iterator[list[Checkout]]:
-    """A detached worktree per commit under ``where``, each importable as ``selfplay``;
-    every worktree is removed on the way out, whatever happened inside."""
-    made: list[Checkout] = []
-    try:
-        for k, (label, commit) in enumerate(commits.items()):
-            folder, path = where / f"tree-{k}", where / f"path-{k}"
-            git(repo, "worktree", "add", "--detach", "--quiet", str(folder), commit)
-            made.append(Checkout(label, commit, folder, path))
-            path.mkdir()
-            (path / "selfplay").symlink_to(folder, target_is_directory=True)
-        yield made
-    finally:
-        for checkout in made:
-            with suppress(LedgerError):  # already gone: prune below forgets it
-                git(repo, "worktree", "remove", "--force", str(checkout.folder))
-        git(repo, "worktree", "prune")
-
-
-def environment(checkout: Checkout, threads: int) -> dict[str, str]:
-    rest = os.environ.get("PYTHONPATH")
-    path = str(checkout.path) + (os.pathsep + rest if rest else "")
-    return {
-        **os.environ,
-        "PYTHONPATH": path,
-        "OMP_NUM_THREADS": str(threads),
-        "SELFPLAY_PLOTS": "0",
-    }
-
-
-def child(command: list[str], env: dict[str, str], what: str, cwd: Path | None = None) -> str:
-    """Run a measuring child; its stdout, or a `LedgerError` with the tail of its stderr."""
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
-    if done.returncode:
-        raise LedgerError(f"{what} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return done.stdout
-
-
-def children_cpu() -> float:
-    """CPU seconds (user + system) of every child process waited for so far."""
-    times = os.times()
-    return times.children_user + times.children_system
-
-
-def check_import(checkout: Checkout, env: dict[str, str]) -> None:
-    """That ``import selfplay`` under ``env`` is the worktree's, not an installed copy."""
-    out = child([sys.executable, "-c", "import selfplay; print(selfplay.__file__)"], env, "import")
-    found = Path(out.strip()).resolve().parent
-    if found != checkout.folder.resolve():
-        raise LedgerError(
-            f"{checkout.label}: `import selfplay` found {found}, not the worktree "
-            f"{checkout.folder}; unset whatever puts another copy ahead on sys.path."
-        )
 
 
 # ---- one measurement of each kind ----------------------------------------------------------
@@ -179,18 +110,17 @@ def race_once(harness: Path, model: Path, threads: int, env: dict[str, str]) -> 
     command = [sys.executable, str(harness), "--side", "ours", "--model", str(model),
                "--steps", "30", "--threads", str(threads), "--precision", "32-true",
                "--seed", "0"]  # fmt: skip
-    cpu = children_cpu()
-    out = child(command, env, "the race's ours side")
-    cpu = children_cpu() - cpu
-    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    done = child(command, env, "the race's ours side")
+    lines = [line for line in done.out.splitlines() if line.startswith("RESULT ")]
     if not lines:
-        raise LedgerError(f"the race's ours side printed no RESULT line:\n{out[-2000:]}")
+        raise LedgerError(f"the race's ours side printed no RESULT line:\n{done.out[-2000:]}")
     result = json.loads(lines[-1][len("RESULT ") :])
     return {
         "race": result["seconds"],
         "race_generation": result["generation_seconds"],
         "race_update": result["update_seconds"],
-        "race_cpu": cpu,
+        "race_cpu": done.cpu,
+        "race_peak": done.peak_mb,
     }
 
 
@@ -199,9 +129,9 @@ def run_once(out: Path, threads: int, env: dict[str, str]) -> dict[str, float]:
     command = [sys.executable, "-m", "selfplay.core.commands.cli", "run", "--iterations", "1",
                "--seed", "0", "--out", str(out.parent), "--name", out.name,
                "--set", f"threads={threads}"]  # fmt: skip
-    start, cpu = time.perf_counter(), children_cpu()
-    child(command, env, "the default run", cwd=out.parent)
-    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
+    start = time.perf_counter()
+    done = child(command, env, "the default run", cwd=out.parent)
+    wall = time.perf_counter() - start
     with open(out / "metrics.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     rollout = sum(float(row["rollout_seconds"]) for row in rows) / len(rows)
@@ -211,7 +141,8 @@ def run_once(out: Path, threads: int, env: dict[str, str]) -> dict[str, float]:
         "iteration_rollout": rollout,
         "iteration_update": update,
         "run": wall,
-        "run_cpu": cpu,
+        "run_cpu": done.cpu,
+        "run_peak": done.peak_mb,
     }
 
 
@@ -230,47 +161,81 @@ def schedule(labels: tuple[str, str], rounds: int) -> list[tuple[int, str]]:
 @dataclass(frozen=True)
 class Compared:
     measure: Measure
-    head: float  # median seconds
+    head: float  # median seconds, or MB
     against: float
-    speed: float  # the commit's seconds over HEAD's: above 1, HEAD is faster
+    ratio: float  # the commit's figure over HEAD's: above 1, HEAD is faster or leaner
     rounds: tuple[float, ...]  # the same ratio round by round
-    slower: bool  # HEAD more than the threshold slower
+    worse: bool  # HEAD more than the measure's threshold slower, or its peak higher
     moved: bool  # more than the threshold either way: worth a line in RESULTS.md
 
 
 def compare(
-    head: dict[str, list[float]], against: dict[str, list[float]], threshold: float = THRESHOLD
+    head: dict[str, list[float]],
+    against: dict[str, list[float]],
+    threshold: float = THRESHOLD,
+    memory_threshold: float = MEMORY_THRESHOLD,
 ) -> list[Compared]:
-    """Per measure, medians over the rounds and HEAD's speed against the commit."""
+    """Per measure, medians over the rounds and the commit's figure over HEAD's."""
     out = []
     for measure in MEASURES:
         mine, theirs = head.get(measure.key), against.get(measure.key)
         if not mine or not theirs:
             continue
         a, b = statistics.median(mine), statistics.median(theirs)
-        speed = b / a if a > 0 else float("inf")
+        ratio = b / a if a > 0 else float("inf")
         rounds = tuple(y / x if x > 0 else float("inf") for x, y in zip(mine, theirs, strict=True))
-        slower = a > b * (1 + threshold)
-        moved = slower or b > a * (1 + threshold)
-        out.append(Compared(measure, a, b, speed, rounds, slower, moved))
+        limit = memory_threshold if measure.memory else threshold
+        worse = a > b * (1 + limit)
+        moved = worse or b > a * (1 + limit)
+        out.append(Compared(measure, a, b, ratio, rounds, worse, moved))
     return out
 
 
-def verdict(rows: list[Compared], against: str, threshold: float) -> tuple[int, str]:
-    """The exit status and the closing line."""
-    slow = [row for row in rows if row.slower and row.measure.gated]
-    moved = [row for row in rows if row.moved and row.measure.gated]
-    percent = f"{threshold:.0%}"
+def verdict(
+    rows: list[Compared], against: str, threshold: float, memory_threshold: float = MEMORY_THRESHOLD
+) -> tuple[int, str]:
+    """The exit status and the closing lines: one for the seconds, one for the peaks."""
+    gated = [row for row in rows if row.measure.gated]
+    times = [row for row in gated if not row.measure.memory]
+    peaks = [row for row in gated if row.measure.memory]
+    lines = [_seconds_line(times, against, f"{threshold:.0%}")] if times else []
+    lines += [_memory_line(peaks, against, f"{memory_threshold:.0%}")] if peaks else []
+    return int(any(row.worse for row in gated)), "\n".join(lines)
+
+
+def _seconds_line(rows: list[Compared], against: str, percent: str) -> str:
+    slow = [row for row in rows if row.worse]
     if slow:
-        names = ", ".join(f"{row.measure.key} {row.speed:.3f}x" for row in slow)
-        return 1, (
+        names = ", ".join(f"{row.measure.key} {row.ratio:.3f}x" for row in slow)
+        return (
             f"HEAD is more than {percent} slower than {against}: {names}. Find the cause, or "
             "rerun on a quiet machine and record the move in benchmarks/RESULTS.md."
         )
+    moved = [row for row in rows if row.moved]
     if moved:
-        names = ", ".join(f"{row.measure.key} {row.speed:.3f}x" for row in moved)
-        return 0, f"HEAD is more than {percent} faster than {against}: {names}; record it."
-    return 0, f"HEAD is within {percent} of {against} on the race, the iteration and the run."
+        names = ", ".join(f"{row.measure.key} {row.ratio:.3f}x" for row in moved)
+        return f"HEAD is more than {percent} faster than {against}: {names}; record it."
+    return f"HEAD is within {percent} of {against} on the race, the iteration and the run."
+
+
+def _memory_line(rows: list[Compared], against: str, percent: str) -> str:
+    def named(chosen: list[Compared]) -> str:
+        return ", ".join(
+            f"{row.measure.key} {row.head:.0f} MB against {row.against:.0f} MB "
+            f"({row.head / row.against - 1:+.1%})"
+            for row in chosen
+        )
+
+    higher = [row for row in rows if row.worse]
+    if higher:
+        return (
+            f"HEAD's peak memory is more than {percent} above {against}'s: {named(higher)}. "
+            "A peak does not move with the load: find what holds the memory."
+        )
+    lower = [row for row in rows if row.moved]
+    if lower:
+        return f"HEAD's peak memory is more than {percent} below {against}'s: {named(lower)}."
+    return f"HEAD's peak memory is within {percent} of {against}'s on the race and the run."
 
 
 # ---- the command ---------------------------------------------------------------------------
@@ -283,6 +248,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="alternated rounds (default 2)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help="default 0.03")
+    parser.add_argument(
+        "--memory-threshold", type=float, default=MEMORY_THRESHOLD, help="peaks; default 0.05"
+    )
     parser.add_argument("--only", choices=["race", "run"], help="one of the two measures only")
     parser.add_argument(
         "--own-harness", action="store_true", help="each commit's own peer_trl.py, not HEAD's"
@@ -292,8 +260,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--rounds {args.rounds}: give 1 or more (2 or more to alternate)")
     if args.threads < 1:
         parser.error(f"--threads {args.threads}: give 1 or more")
-    if not 0 <= args.threshold < 1:
-        parser.error(f"--threshold {args.threshold}: give a fraction, e.g. 0.03 for 3%")
+    for flag, value, example in (
+        ("--threshold", args.threshold, "0.03 for 3%"),
+        ("--memory-threshold", args.memory_threshold, "0.05 for 5%"),
+    ):
+        if not 0 <= value < 1:
+            parser.error(f"{flag} {value}: give a fraction, e.g. {example}")
     return args
 
 
@@ -323,23 +295,24 @@ def report(args: argparse.Namespace, checkouts_: list[Checkout], where: Path) ->
     by_label = {c.label: c for c in checkouts_}
     figures: dict[str, dict[str, list[float]]] = {c.label: {} for c in checkouts_}
     shown = [m for m in MEASURES if args.only in (None, m.source)]
-    print("round  commit    " + "".join(f"{m.column:>9}" for m in shown) + "   (seconds)")
+    print("round  commit    " + "".join(f"{m.column:>9}" for m in shown) + "   (seconds, MB)")
     for r, label in schedule((head.label, against.label), args.rounds):
         got = measure_round(by_label[label], args, harnesses[label], model, runs, r)
         for key, value in got.items():
             figures[label].setdefault(key, []).append(value)
         cells = "".join(f"{got[m.key]:>9.1f}" for m in shown if m.key in got)
         print(f"{r:>5}  {label[:8]:<8}  {cells}", flush=True)
-    rows = compare(figures[head.label], figures[against.label], args.threshold)
-    print(f"\n{'measure':<32}{'HEAD':>9}{against.label[:9]:>10}{'HEAD speed':>12}  per round")
+    limits = (args.threshold, args.memory_threshold)
+    rows = compare(figures[head.label], figures[against.label], *limits)
+    print(f"\n{'measure':<32}{'HEAD':>9}{against.label[:9]:>10}{'commit/HEAD':>12}  per round")
     for row in rows:
-        flag = "  <- slower" if row.slower else ""
+        flag = ("  <- more memory" if row.measure.memory else "  <- slower") if row.worse else ""
         per = ", ".join(f"{x:.3f}" for x in row.rounds)
         print(
-            f"{row.measure.label:<32}{row.head:>9.2f}{row.against:>10.2f}{row.speed:>11.3f}x"
+            f"{row.measure.label:<32}{row.head:>9.2f}{row.against:>10.2f}{row.ratio:>11.3f}x"
             f"  {per}{flag}"
         )
-    status, line = verdict(rows, against.label, args.threshold)
+    status, line = verdict(rows, against.label, *limits)
     print(f"load average after: {os.getloadavg()[0]:.2f}\n{line}")
     return status
 

@@ -1,5 +1,6 @@
-"""benchmarks/speed_ledger.py without the benchmarks: its arguments, its arithmetic, its
-alternation, and its worktrees (made importable as ``selfplay``, and always removed)."""
+"""benchmarks/speed_ledger.py without the benchmarks: its arguments, its arithmetic (seconds
+and peak memory), its alternation, its children's peaks, and its worktrees (made importable as
+``selfplay``, and always removed)."""
 
 from __future__ import annotations
 
@@ -57,13 +58,19 @@ def worktrees(root: Path) -> list[str]:
 def test_against_is_required_and_bad_numbers_are_refused_by_name(capsys):
     with pytest.raises(SystemExit):
         ledger.parse([])
-    for bad, said in ((["--rounds", "0"], "--rounds 0"), (["--threshold", "3"], "--threshold 3")):
+    bad_ones = (
+        (["--rounds", "0"], "--rounds 0"),
+        (["--threshold", "3"], "--threshold 3"),
+        (["--memory-threshold", "5"], "--memory-threshold 5"),
+    )
+    for bad, said in bad_ones:
         with pytest.raises(SystemExit) as stop:
             ledger.parse(["--against", "abc", *bad])
         assert stop.value.code == 2
         assert said in capsys.readouterr().err
     args = ledger.parse(["--against", "abc"])
     assert (args.head, args.rounds, args.threads, args.threshold) == ("HEAD", 2, 2, 0.03)
+    assert args.memory_threshold == 0.05
 
 
 def test_a_commit_that_is_not_there_is_named(repo):
@@ -100,9 +107,9 @@ def test_medians_and_speed_per_measure():
     rows = ledger.compare({"race": [10.0, 12.0, 11.0]}, {"race": [11.0, 11.0, 13.2]})
     (row,) = rows
     assert (row.head, row.against) == (11.0, 11.0)
-    assert row.speed == pytest.approx(1.0)
+    assert row.ratio == pytest.approx(1.0)
     assert row.rounds == pytest.approx((1.1, 11 / 12, 1.2))
-    assert not row.slower and not row.moved
+    assert not row.worse and not row.moved
 
 
 @pytest.mark.parametrize(
@@ -111,7 +118,7 @@ def test_medians_and_speed_per_measure():
 )
 def test_the_threshold_is_three_percent_of_the_commits_time(head, slower, moved):
     (row,) = ledger.compare({"iteration": [head]}, {"iteration": [10.0]})
-    assert (row.slower, row.moved) == (slower, moved)
+    assert (row.worse, row.moved) == (slower, moved)
 
 
 def test_only_a_gated_measure_fails_the_ledger():
@@ -125,6 +132,37 @@ def test_only_a_gated_measure_fails_the_ledger():
     fast = ledger.compare({"race": [9.0]}, {"race": [10.0]})
     status, line = ledger.verdict(fast, "abc", 0.03)
     assert status == 0 and "faster" in line and "record it" in line
+
+
+@pytest.mark.parametrize(
+    ("head", "worse", "moved"),
+    [(1049.0, False, False), (1051.0, True, True), (955.0, False, False), (950.0, False, True)],
+)
+def test_a_peak_is_held_to_five_percent_of_the_commits(head, worse, moved):
+    (row,) = ledger.compare({"run_peak": [head]}, {"run_peak": [1000.0]})
+    assert (row.worse, row.moved) == (worse, moved)
+    status, line = ledger.verdict([row], "abc", 0.03)
+    assert status == int(worse)
+    if worse:
+        assert "peak memory is more than 5% above abc's: run_peak 1051 MB against 1000" in line
+    elif moved:
+        assert "more than 5% below" in line
+
+
+def test_a_rise_in_memory_fails_the_ledger_however_fast_head_is():
+    rows = ledger.compare(
+        {"race": [9.0], "race_peak": [700.0], "run": [20.0], "run_peak": [1644.0]},
+        {"race": [10.0], "race_peak": [690.0], "run": [20.0], "run_peak": [959.0]},
+    )
+    status, text = ledger.verdict(rows, "001e4a7", 0.03)
+    seconds, memory = text.splitlines()
+    assert status == 1 and "faster" in seconds
+    assert "run_peak 1644 MB against 959 MB (+71.4%)" in memory and "race_peak" not in memory
+    # a 4% rise in memory is within its 5%, though over the 3% of the seconds
+    peaks = {"race_peak": [1040.0]}, {"race_peak": [1000.0]}
+    assert ledger.verdict(ledger.compare(*peaks), "abc", 0.03)[0] == 0
+    tighter = ledger.compare(*peaks, memory_threshold=0.02)
+    assert ledger.verdict(tighter, "abc", 0.03, memory_threshold=0.02)[0] == 1
 
 
 # ---- worktrees -----------------------------------------------------------------------------
@@ -173,38 +211,62 @@ def test_main_prints_the_table_and_fails_when_head_is_slower(repo, monkeypatch, 
     """The whole command with the two measuring children replaced by fixed figures."""
     root, _, old = repo
     monkeypatch.setattr(ledger, "ROOT", root)
-    monkeypatch.setattr(ledger, "build_race_model", lambda *a: None)
-    monkeypatch.setattr(ledger, "check_import", lambda *a: None)
 
-    def race(harness, model, threads, env):
-        slow = env["PYTHONPATH"].split(os.pathsep)[0].endswith("path-0")  # HEAD is tree 0
-        race = {"race": 10.5 if slow else 10.0, "race_generation": 4.0, "race_update": 6.0}
-        return race | {"race_cpu": 20.0}
-
-    def run(out, threads, env):
-        iteration = {"iteration": 2.0, "iteration_rollout": 1.0, "iteration_update": 1.0}
-        return iteration | {"run": 30.0, "run_cpu": 60.0}
-
-    monkeypatch.setattr(ledger, "race_once", race)
-    monkeypatch.setattr(ledger, "run_once", run)
+    fake_children(monkeypatch, race_seconds=(10.5, 10.0), run_peaks=(500.0, 500.0))
     assert ledger.main(["--against", old[:7]]) == 1
     out = capsys.readouterr().out
     assert "race 0.952x" in out and "<- slower" in out
+    assert "peak memory is within 5%" in out
     rounds = [line.split()[:2] for line in out.splitlines() if line[:5].strip().isdigit()]
     assert rounds == [["1", "HEAD"], ["1", old[:7]], ["2", old[:7]], ["2", "HEAD"]]
     assert len(worktrees(root)) == 1
 
 
-def test_the_race_side_is_read_from_its_result_line(tmp_path):
-    harness = tmp_path / "peer_trl.py"
-    line = '{"seconds": 12.5, "generation_seconds": 4.5, "update_seconds": 7.0}'
-    harness.write_text(f"print('30 steps...')\nprint('RESULT {line}')\n")
-    got = ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
-    assert (got["race"], got["race_generation"], got["race_update"]) == (12.5, 4.5, 7.0)
-    assert got["race_cpu"] >= 0
-    harness.write_text("print('no result here')\n")
-    with pytest.raises(ledger.LedgerError, match="printed no RESULT line"):
-        ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
-    harness.write_text("import sys; sys.exit('the harness broke')\n")
-    with pytest.raises(ledger.LedgerError, match=r"failed \(exit 1\):\n.*the harness broke"):
-        ledger.race_once(harness, tmp_path, threads=1, env=dict(os.environ))
+def test_main_fails_when_heads_peak_rises_though_its_seconds_do_not(repo, monkeypatch, capsys):
+    root, _, old = repo
+    monkeypatch.setattr(ledger, "ROOT", root)
+    fake_children(monkeypatch, race_seconds=(10.0, 10.0), run_peaks=(1644.0, 959.0))
+    assert ledger.main(["--against", old[:7]]) == 1
+    out = capsys.readouterr().out
+    assert "<- more memory" in out and "<- slower" not in out
+    assert f"HEAD's peak memory is more than 5% above {old[:7]}'s: run_peak 1644 MB" in out
+    assert "HEAD is within 3%" in out
+    assert len(worktrees(root)) == 1
+
+
+def fake_children(monkeypatch, race_seconds, run_peaks) -> None:
+    """The race and the run replaced by fixed figures, (HEAD's, the commit's) each."""
+    monkeypatch.setattr(ledger, "build_race_model", lambda *a: None)
+    monkeypatch.setattr(ledger, "check_import", lambda *a: None)
+
+    def side(env) -> int:
+        return 0 if env["PYTHONPATH"].split(os.pathsep)[0].endswith("path-0") else 1  # HEAD: 0
+
+    def race(harness, model, threads, env):
+        race = {"race": race_seconds[side(env)], "race_generation": 4.0, "race_update": 6.0}
+        return race | {"race_cpu": 20.0, "race_peak": 400.0}
+
+    def run(out, threads, env):
+        iteration = {"iteration": 2.0, "iteration_rollout": 1.0, "iteration_update": 1.0}
+        return iteration | {"run": 30.0, "run_cpu": 60.0, "run_peak": run_peaks[side(env)]}
+
+    monkeypatch.setattr(ledger, "race_once", race)
+    monkeypatch.setattr(ledger, "run_once", run)
+
+
+def test_a_childs_peak_memory_is_its_own_read_from_outside():
+    """Measured from a small process, as the ledger is one: a child's peak counts the image it
+    was started from, so pytest's own would hide a small child's."""
+    code = f"""
+import os, sys
+sys.path.insert(0, {str(PATH.parent)!r})
+from checkouts import child
+big = "block = bytes(range(256)) * (300 << 12); print(len(block) >> 20)"  # 300 MB, touched
+done = child([sys.executable, "-c", big], dict(os.environ), "the big child")
+small = child([sys.executable, "-c", "pass"], dict(os.environ), "the small child")
+print(done.out.strip(), round(done.peak_mb), round(small.peak_mb), done.cpu > 0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    printed, big, small, cpu = out.stdout.split()
+    assert printed == "300" and 300 <= int(big) < 400 and cpu == "True"
+    assert int(small) < 100  # its own, not the big one's before it
