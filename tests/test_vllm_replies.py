@@ -1,7 +1,9 @@
 """vLLM's answers as vLLM 0.32 gives them, read without a server: the prompt's
-log-probabilities with ``max_tokens: 0`` (a drawn token rides along in ``token_ids``), and a
+log-probabilities with ``max_tokens: 0`` (a drawn token rides along in ``token_ids``); a
 policy table asked one row per request of any server but `selfplay serve` (a LoRA-enabled
-vLLM CPU engine dies on a batch of them). The same against a real vLLM: test_vllm_server.py."""
+vLLM CPU engine dies on a batch of them), each answer scored to the end of its turn and not
+past it (ChatML's newline); and the chat template `selfplay export` writes, which vLLM reads
+chats with. The same against a real vLLM: test_vllm_server.py."""
 
 from __future__ import annotations
 
@@ -42,41 +44,68 @@ def test_an_echo_without_new_tokens_reads_the_prompts_scores_as_vllm_gives_them(
 
 
 class Server:
-    """A chat server's answers in memory: its tokenizer spells each message out, and an
-    echo of several prompts at once fails as a LoRA-enabled vLLM CPU engine does."""
+    """A chat server's answers in memory: its tokenizer spells each message out, each turn
+    closed by ``|`` (its end-of-turn token), then a newline when ``chatml``, as ChatML writes
+    one after ``<|im_end|>``; an echo of several prompts at once fails as a LoRA-enabled vLLM
+    CPU engine does."""
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, chatml: bool = False) -> None:
         self.owner, self.echoes = owner, []
+        self.end = "|\n" if chatml else "|"
 
     def request(self, policy, method, endpoint, body=None):
         if endpoint == "models":
             return {"data": [{"id": "smol", "owned_by": self.owner}]}
         if endpoint == "tokenize":
-            text = "".join(f"<{m['role']}>{m['content']}|" for m in body["messages"])
+            text = "".join(f"<{m['role']}>{m['content']}{self.end}" for m in body["messages"])
             text = text + "<assistant>" if body["add_generation_prompt"] else text
-            text = text[:-1] if body["continue_final_message"] else text
+            text = text.removesuffix(self.end) if body["continue_final_message"] else text
             return {"tokens": [ord(c) for c in text]}
         prompts = body["prompt"]
         self.echoes.append(len(prompts))
         if len(prompts) > 1 and self.owner == "vllm":
             raise served.Unreachable("the engine died: einsum(): subscript b has size 2")
-        scores = [[None, *(-0.01 * (t % 7) for t in row[1:])] for row in prompts]
+        scores = [
+            [None, *(logprob(t, b, len(row)) for t, b in zip(row[1:], row[:-1], strict=True))]
+            for row in prompts
+        ]
         choices = [{"index": i, "logprobs": {"token_logprobs": s}} for i, s in enumerate(scores)]
         return {"choices": choices}
+
+
+def logprob(token: int, before: int, length: int) -> float:
+    """A token's log-probability; a newline after the end of a turn gets one that differs
+    from answer to answer (by the chat's length), as nothing the model says decides it."""
+    if (chr(before), chr(token)) == ("|", "\n"):
+        return -(0.3 * length % 1.7)
+    return -0.01 * (token % 7)
+
+
+def table_of(monkeypatch, server: Server):
+    monkeypatch.setattr(
+        served.ServedPolicy, "request", lambda self, *args: server.request(self, *args)
+    )
+    return served_table(served.ServedPolicy("openai:http://127.0.0.1:9/v1#smol"), KuhnPoker())
 
 
 @pytest.mark.parametrize("owner", ["vllm", "selfplay"])
 def test_a_served_table_asks_one_row_per_request_of_any_server_but_ours(monkeypatch, owner):
     server = Server(owner)
-    monkeypatch.setattr(
-        served.ServedPolicy, "request", lambda self, *args: server.request(self, *args)
-    )
-    game = KuhnPoker()
-    table = served_table(served.ServedPolicy("openai:http://127.0.0.1:9/v1#smol"), game)
-    rows = sum(len(info.actions) for info in game.information_sets())
+    table = table_of(monkeypatch, server)
+    rows = sum(len(info.actions) for info in KuhnPoker().information_sets())
     assert server.echoes == ([1] * rows if owner == "vllm" else [rows])
     assert len(table) == 12
     assert all(sum(row.values()) == pytest.approx(1.0) for row in table.values())
+
+
+def test_a_served_table_scores_each_answer_to_the_end_of_its_turn_not_past_it(monkeypatch):
+    """ChatML closes a turn with <|im_end|> then a newline; the model stops at <|im_end|>,
+    so the newline's log-probability is no part of the answer's (SmolLM2 on vLLM: 0.011 off
+    the in-memory table with it)."""
+    plain = table_of(monkeypatch, Server("vllm"))
+    chatml = table_of(monkeypatch, Server("vllm", chatml=True))
+    for key, row in plain.items():
+        assert chatml[key] == pytest.approx(row, abs=1e-12), key
 
 
 @pytest.mark.parametrize("turn", ["open", "continue", "close"])

@@ -13,7 +13,9 @@ as vLLM implements it, which `selfplay serve` implements too:
    "max_tokens": 0}``: the log-probability of every prompt token given the ones before it
    (every row in one request to `selfplay serve`, one row per request to any other server);
 3. an answer's log-probability is the sum over its own tokens (those past the prompt, the
-   end of the turn included), and the table's row is their softmax over the legal answers.
+   end of the turn included, what the template writes after it left out: ChatML's newline
+   after ``<|im_end|>``, which the model never generates, read from the chat closed by an
+   empty answer), and the table's row is their softmax over the legal answers.
 
 This is the quantity the in-memory table computes (each complete answer then the
 end-of-sequence token, normalised over the legal answers), so a run served by `selfplay
@@ -41,9 +43,9 @@ def served_table(policy: ServedPolicy, game: Any, temperature: float = 1.0) -> T
     """``{info set key: {action: probability}}`` of a served model (see the module doc)."""
     infos = game.information_sets()
     rows: list[list[int]] = []
-    lengths: list[int] = []
+    spans: list[tuple[int, int]] = []  # where each row's answer begins and ends
     for info in infos:
-        prompt, answers = _rows(policy, game, info)
+        prompt, answers, after = _rows(policy, game, info)
         for full in answers:
             if full[: len(prompt)] != prompt or len(full) == len(prompt):
                 raise ServedError(
@@ -52,12 +54,12 @@ def served_table(policy: ServedPolicy, game: Any, temperature: float = 1.0) -> T
                     "chat template rewrites earlier turns."
                 )
             rows.append(full)
-            lengths.append(len(full) - len(prompt))
+            spans.append((len(prompt), len(full) - after))
     logps = _echo(policy, rows, temperature)
     table: Table = {}
     k = 0
     for info in infos:
-        totals = [sum(logps[k + i][-lengths[k + i] :]) for i in range(len(info.actions))]
+        totals = [sum(logps[k + i][slice(*spans[k + i])]) for i in range(len(info.actions))]
         top = max(totals)
         weights = [math.exp(t - top) for t in totals]
         table[info.key] = {a: w / sum(weights) for a, w in zip(info.actions, weights, strict=True)}
@@ -65,8 +67,9 @@ def served_table(policy: ServedPolicy, game: Any, temperature: float = 1.0) -> T
     return table
 
 
-def _rows(policy: ServedPolicy, game: Any, info: InfoSet) -> tuple[list[int], list[list[int]]]:
-    """The prompt's ids, and the ids of the chat closed by each legal answer."""
+def _rows(policy: ServedPolicy, game: Any, info: InfoSet) -> tuple[list[int], list[list[int]], int]:
+    """The prompt's ids, the ids of the chat closed by each legal answer, and how many ids
+    each of those ends with past the end-of-turn token."""
     messages = list(game.observe(info.state, info.role))
     prefill = ""
     if messages and messages[-1].role == "assistant":  # an answer prefix: continue it
@@ -78,7 +81,18 @@ def _rows(policy: ServedPolicy, game: Any, info: InfoSet) -> tuple[list[int], li
         _tokenize(policy, [*messages, Message("assistant", prefill + answer_text(game, a))])
         for a in info.actions
     ]
-    return prompt, answers
+    empty = _tokenize(policy, [*messages, Message("assistant", prefill)])
+    return prompt, answers, _past_the_turn(prompt, empty, answers)
+
+
+def _past_the_turn(prompt: list[int], empty: list[int], answers: list[list[int]]) -> int:
+    """How many ids the chat template writes after the end-of-turn token: those of the chat
+    closed by an empty answer past the prompt and its first id (the end of the turn), when
+    every answer's chat ends with them too; else 0."""
+    after = empty[len(prompt) + 1 :]
+    if empty[: len(prompt)] != prompt or not after:
+        return 0
+    return len(after) if all(full[-len(after) :] == after for full in answers) else 0
 
 
 def _tokenize(policy: ServedPolicy, messages: Sequence[Message], turn: str = "close") -> list[int]:
