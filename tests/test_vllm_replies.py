@@ -132,3 +132,26 @@ def test_an_exported_plain_chat_template_reads_a_chat_as_selfplay_serve_does(tur
     tokenizer.chat_template = chat_template(tokenizer, policy.include_system)
     mine = tokenizer.apply_chat_template(chat, tokenize=True, return_dict=False, **flags)
     assert list(mine["input_ids"] if hasattr(mine, "keys") else mine) == theirs
+
+
+def test_the_legal_choice_at_a_temperature_is_refused_on_vllm_before_asking(monkeypatch):
+    """vLLM's prompt log-probabilities are the model's own whatever the temperature (0.32:
+    "prompt tokens skip sampling processors"), so a tempered choice cannot be scored there."""
+    worker = Worker("openai:http://127.0.0.1:9/v1#smol")
+    worker.vllm = True
+    monkeypatch.setattr(worker.client, "post", lambda endpoint, body: pytest.fail("asked"))
+    with pytest.raises(served.ConfigError, match=r"generation\.temperature=0\.7 cannot be scored"):
+        worker.echo([([1, 2, 3, 4, 5], 0)], {"temperature": 0.7})
+    monkeypatch.setattr(worker.client, "post", lambda endpoint, body: ECHOED)
+    assert worker.echo([([1, 2, 3, 4, 5], 0)], {"temperature": 1.0})
+
+
+def test_a_served_table_at_a_temperature_is_refused_on_vllm_before_asking(monkeypatch):
+    server = Server("vllm")
+    monkeypatch.setattr(
+        served.ServedPolicy, "request", lambda self, *args: server.request(self, *args)
+    )
+    policy = served.ServedPolicy("openai:http://127.0.0.1:9/v1#smol")
+    with pytest.raises(served.ServedError, match=r"table at temperature 0\.7 cannot be read"):
+        served_table(policy, KuhnPoker(), 0.7)
+    assert server.echoes == []

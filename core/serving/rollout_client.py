@@ -48,6 +48,7 @@ class Worker:
         self.client = ServedPolicy(self.spec)
         self.model = self.spec.model or ""
         self.ours = False
+        self.vllm = False  # its prompt log-probabilities ignore the temperature
         self.alive = True
 
     @property
@@ -59,6 +60,7 @@ class Worker:
         listed = self.client.request("GET", "models").get("data") or []
         names = [row.get("id") for row in listed]
         self.ours = any(row.get("owned_by") == "selfplay" for row in listed)
+        self.vllm = any(row.get("owned_by") == "vllm" for row in listed)
         if not self.model:
             self.model = names[0] if names else ""
         if self.model not in names:
@@ -91,6 +93,14 @@ class Worker:
     def echo(self, rows: Sequence[tuple[list[int], int]], sampling: dict[str, Any]) -> list:
         """Each row's prompt token log-probabilities (echo, nothing written), the first
         dropped: one request for `selfplay serve`, one per row for any other server."""
+        if self.vllm and sampling["temperature"] != 1.0:
+            raise ConfigError(
+                f"rollout server {self.url} is a vLLM, whose prompt log-probabilities are the "
+                "model's own, never divided by the temperature (vLLM 0.32, in any "
+                "--logprobs-mode), so the legal choice at generation.temperature="
+                f"{sampling['temperature']:g} cannot be scored there; use "
+                "generation.temperature=1, or selfplay serve workers (rollout.workers=N)."
+            )
         body = {
             "model": self.model,
             "echo": True,

@@ -127,7 +127,15 @@ def _echo(policy: ServedPolicy, rows: list[list[int]], temperature: float) -> li
         "temperature": temperature,
     }
     listed = policy.request("GET", "models").get("data") or []
-    ours = any(row.get("owned_by") == "selfplay" for row in listed)
+    owners = {row.get("owned_by") for row in listed}
+    if "vllm" in owners and temperature != 1.0:
+        raise ServedError(
+            f"{policy.spec.spec} is a vLLM, whose prompt log-probabilities are the model's "
+            "own, never divided by the temperature (vLLM 0.32, in any --logprobs-mode), so "
+            f"its table at temperature {temperature:g} cannot be read there; measure it at "
+            "generation.temperature=1."
+        )
+    ours = "selfplay" in owners
     found: list[list[float]] = []
     for asked in [rows] if ours else [[row] for row in rows]:
         found += _echoed(policy, policy.post("completions", {**body, "prompt": asked}), asked)
