@@ -21,7 +21,7 @@ It does three things, each printed before it is done:
    adapter loaded at start under the run's name and the base served as NAME-base
    (``VLLM_ALLOW_RUNTIME_LORA_UPDATING`` set, so a run can load its snapshots there too). It
    prints the name to give selfplay (``openai:http://127.0.0.1:PORT/v1#NAME``) once the
-   server answers, and runs until Ctrl-C.
+   server answers, and runs until Ctrl-C (or SIGTERM), which stop the server with it.
 
 The first start compiles the model (minutes on a small CPU; later starts reuse the cache).
 What was run against it, and vLLM's own limits met on the way: docs/serving.md, "A real vLLM
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("Starting:", " ".join(command), flush=True)
     server = start(command, env)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as Ctrl-C: the server stops too
     url = f"http://{args.host}:{args.port}"
     try:
         wait_ready(url, server, args.wait)
