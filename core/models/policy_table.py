@@ -117,10 +117,10 @@ def score_answers(
     if len(kinds) < len(which):  # equal requests (the same position and menu) scored once
         first = {kind: i for i, kind in reversed(list(enumerate(which)))}
         order = [first[kind] for kind in range(len(kinds))]
+        kind_prompts, kind_menus = [prompts[i] for i in order], [menus[i] for i in order]
         tokens_of, scored = score_answers(
-            policy, [prompts[i] for i in order], [menus[i] for i in order], temperature,
-            shared_prompts,
-        )  # fmt: skip
+            policy, kind_prompts, kind_menus, temperature, shared_prompts
+        )
         starts = [0]
         for i in order:
             starts.append(starts[-1] + len(menus[i]))
