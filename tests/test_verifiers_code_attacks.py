@@ -346,8 +346,7 @@ CLOCKED = [
 ]
 
 
-@pytest.mark.parametrize("program", CLOCKED, ids=range(len(CLOCKED)))
-def test_a_proposer_whose_function_reads_the_clock_is_not_deterministic(program):
+def _clocked_playout(program: str):
     from selfplay.games.proposers.code_proposer_solver import CodeProposerSolver
     from selfplay.testing import scripted_playout
 
@@ -357,5 +356,21 @@ def test_a_proposer_whose_function_reads_the_clock_is_not_deterministic(program)
     proposal = f"```python\n{program}\n```\n```input\n1\n```"
     roles = {"proposer": lambda *a: proposal}
     roles.update({f"solver_{k}": (lambda *a: "```output\n1\n```") for k in range(1, 5)})
-    final = scripted_playout(game, roles, 0).states[-1]
+    return scripted_playout(game, roles, 0).states[-1]
+
+
+@pytest.mark.parametrize("program", CLOCKED, ids=range(len(CLOCKED)))
+def test_a_proposer_whose_function_reads_the_clock_is_refused_at_its_import(program):
+    final = _clocked_playout(program)
+    assert final.program is None and "the program imports" in (final.error or ""), final
+
+
+@pytest.mark.parametrize("program", CLOCKED, ids=range(len(CLOCKED)))
+def test_a_clock_past_the_import_rule_is_not_deterministic(program, monkeypatch):
+    """The determinism check holds on its own, should a clock module reach the whitelist."""
+    from selfplay.games.proposers import code_tasks
+
+    modules = {line.split()[1].split(".")[0] for line in program.splitlines() if "import" in line}
+    monkeypatch.setattr(code_tasks, "PURE_MODULES", code_tasks.PURE_MODULES | modules)
+    final = _clocked_playout(program)
     assert final.rejected is not None and "not deterministic" in final.rejected, final

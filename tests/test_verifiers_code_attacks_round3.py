@@ -162,13 +162,17 @@ def needs_the_filter() -> None:
         pytest.skip("this machine's architecture has no seccomp filter here")
 
 
-def _run_filter(program: list, arch: int, number: int, flags: int = 0) -> int:
-    """What the seccomp filter returns for a call (a small BPF interpreter)."""
+def _run_filter(program: list, arch: int, number: int, flags: int = 0, second: int = 0) -> int:
+    """What the seccomp filter returns for a call whose first argument is ``flags`` and
+    second ``second`` (a small BPF interpreter)."""
     pc, loaded = 0, 0
     while program[pc].code != confine.RET:
         step = program[pc]
         if step.code == confine.LD_ABS:
-            loaded, pc = {4: arch, 0: number, 16: flags}[step.k], pc + 1
+            loaded, pc = {4: arch, 0: number, 16: flags, 24: second}[step.k], pc + 1
+            continue
+        if step.code == confine.AND:
+            loaded, pc = loaded & step.k, pc + 1
             continue
         taken = {
             confine.JEQ: loaded == step.k,
@@ -196,7 +200,12 @@ def test_the_filter_refuses_exactly_its_calls_on_every_architecture(machine, pro
         if not processes and number == clone:
             assert _run_filter(program, arch, number, confine.CLONE_THREAD) == allow
             expected = eperm  # a new process, not a thread
-        assert _run_filter(program, arch, number) == expected, (machine, number)
+        if number == confine.SOCKETPAIR[machine]:  # a pipe-like pair, never a datagram one
+            stream_cloexec = confine.SOCK_STREAM | 0o2000000
+            assert _run_filter(program, arch, number, 1, stream_cloexec) == allow
+            expected = eperm  # SOCK_DGRAM (2), SOCK_SEQPACKET (5), ...
+            assert _run_filter(program, arch, number, 1, 5) == eperm
+        assert _run_filter(program, arch, number, second=2) == expected, (machine, number)
     assert _run_filter(program, arch + 1, 0) == eperm  # another architecture's calls
 
 
