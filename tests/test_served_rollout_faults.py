@@ -185,6 +185,40 @@ def test_a_trainer_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
     assert not _workers_of(folder), "a rollout worker outlived its trainer"
 
 
+TWO_LEARNERS = ["--learner", "a", "--learner", "b", "--set", "learners.a.roles=[player_0]",
+                "--set", "learners.b.roles=[player_1]"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--set", "rollout.max_staleness=1"], "rollout.max_staleness=1: without rollout workers"),
+        (["--set", "rollout.queue=2", "--set", "rollout.stale=drop"], "rollout.stale=drop:"),
+        ([*TWO_LEARNERS, "--set", "learners.a.max_staleness=1"], "learners.a.max_staleness=1:"),
+        (["--set", "rollout.pin=false"], "rollout.pin=false: without rollout workers"),
+        (
+            [
+                "--set",
+                "rollout.servers=openai:http://127.0.0.1:9/v1#x",
+                "--set",
+                "rollout.worker_threads=2",
+            ],
+            "rollout.worker_threads=2: it sets the local rollout workers, and the run starts none",
+        ),
+    ],
+)
+def test_a_setting_only_served_rollouts_read_is_refused_where_it_would_be_ignored(
+    tmp_path, capsys, monkeypatch, args, said
+):
+    def launched(*_: object) -> None:
+        raise AssertionError("refused only after the training processes were built")
+
+    monkeypatch.setattr(trainer, "build_fabric", launched)
+    assert selfplay(tmp_path, "x", *args) == 2
+    assert said in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "x").exists()
+
+
 REWEIGHT = ["--set", "rollout.stale=reweight"]
 
 

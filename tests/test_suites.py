@@ -168,3 +168,25 @@ def test_bad_suite_settings_are_refused_before_the_policy_loads(capsys, monkeypa
     monkeypatch.setattr(suites, "load_policy", lambda args: pytest.fail("the policy loaded"))
     assert main(["eval", "--suite", "solver", "--model", "tiny", *extra]) == 2
     assert said in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--held-out", "obfuscated"], "--held-out only with --suite"),
+        (["--traces", "traces"], "--traces only with --suite"),
+        (["--seeds", "4", "--phrasings", "obfuscated"], "--seeds and --phrasings only with"),
+    ],
+)
+def test_a_suites_flag_without_a_suite_is_refused_not_ignored(
+    tmp_path, capsys, monkeypatch, extra, said
+):
+    from selfplay.core.commands import checkpoint_eval
+
+    monkeypatch.setattr(
+        checkpoint_eval, "evaluate_checkpoint", lambda *a: pytest.fail("the run was measured")
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", str(tmp_path / "run"), *extra]) == 2
+    assert said in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "traces").exists()

@@ -7,7 +7,7 @@ the run); 3 training stopped after repeated non-finite losses (the last good che
 kept); 4 a checkpoint or another run-folder file could not be written or read (full disk,
 read-only folder, no complete checkpoint); 5 a rollout server failed: every one stopped
 answering, or one would not take the new weights (the last checkpoint is kept); 6 out of
-memory in the update or a rollout (the message names the setting to lower; the last
+memory (in the update or a rollout the message names the setting to lower; the last
 checkpoint is kept); 130 interrupted by the user.
 """
 
@@ -32,10 +32,10 @@ from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 from selfplay.core.commands.suites import add_suite_arguments
+from selfplay.core.memory import OutOfMemory, stated
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT = 0, 1, 2, 3, 4
 EXIT_ROLLOUT, EXIT_MEMORY, EXIT_INTERRUPTED = 5, 6, 130
-
 
 RUN_FLAGS = (
     "game",
@@ -255,8 +255,9 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from selfplay.core.commands.checkpoint_eval import evaluate_checkpoint, print_report
-    from selfplay.core.commands.suites import cmd_suite
+    from selfplay.core.commands.suites import check_suite_flags, cmd_suite
 
+    check_suite_flags(args)
     if args.suite is not None or args.model is not None or args.source is None:
         return cmd_suite(args)
     matches = 100 if args.matches is None else args.matches  # per scripted player
@@ -348,9 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _exit_code(error: Exception) -> int | None:
-    """The exit code of an error we report in one line (None: a bug, shown whole). The
-    training errors' classes are imported only once one reaches here: their modules load
-    torch, transformers and peft, which `selfplay --version` and the listings never need."""
+    """The exit code of an error we report in one line (None: a bug, shown whole); imported
+    here, as their modules load torch, which `selfplay --version` and the listings never need."""
     from selfplay.api.errors import ConfigError, PluginFault
     from selfplay.core.run.checkpoint import StorageError
     from selfplay.plugins.registry import PluginError, UnknownName
@@ -359,7 +359,6 @@ def _exit_code(error: Exception) -> int | None:
         return EXIT_CONFIG
     if isinstance(error, StorageError):
         return EXIT_CHECKPOINT
-    from selfplay.core.memory import OutOfMemory
     from selfplay.core.serving.rollout_client import RolloutFailure
     from selfplay.core.train.update import NonFiniteLoss
 
@@ -389,6 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit:  # argparse's --version, --help and usage errors
         raise
     except Exception as error:
+        error = stated(error)  # an allocation that failed anywhere: exit 6, not a traceback
         code = _exit_code(error)
         if code is None:
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.markup import escape
@@ -199,7 +200,8 @@ def recipes_table(rows: list[dict[str, Any]]) -> Table:
         base = f"  (starts from {row['base']})\n" if row["base"] else ""
         settings = "\n".join(f"  {key} = {value!r}" for key, value in row["settings"].items())
         text = f"{row['description']}\n{base}{settings}"
-        table.add_row(escape(row["name"]), escape(text), escape(_dotted(row["plugin"])))
+        name = escape(_dotted(row["name"], NAME_WIDTH))
+        table.add_row(name, escape(text), escape(_dotted(row["plugin"])))
     return table
 
 
@@ -211,28 +213,32 @@ def options_table(title: str, rows: list[dict[str, Any]]) -> Table:
         text = f"{row['description']}\n{option_lines(row['options'])}".strip()
         if row.get("reads"):
             text += f"\n  reads {row['reads']}"
-        table.add_row(escape(name), escape(text), escape(_dotted(row["plugin"])))
+        row_name = escape(_dotted(name, NAME_WIDTH))
+        table.add_row(row_name, escape(text), escape(_dotted(row["plugin"])))
     return table
 
 
 PLUGIN_WIDTH = 22
+NAME_WIDTH = 22  # a name's column, its padding left out
 
 
 def _three_columns(title: str, middle: str) -> Table:
     """Name, the text, and the plug-in that registered it: the text takes the width a narrow
     terminal has, the plug-in's module folds onto a second line."""
     table = Table(title=title, show_lines=True)
-    table.add_column("name", max_width=24)
-    table.add_column(middle, ratio=1)
+    table.add_column("name", max_width=NAME_WIDTH + 2, overflow="fold")
+    table.add_column(middle, ratio=1, overflow="fold")
     table.add_column("plugin", max_width=PLUGIN_WIDTH, overflow="fold")
     return table
 
 
-def _dotted(module: str, width: int = PLUGIN_WIDTH) -> str:
-    """A module's dotted name broken after its dots into lines of at most ``width``."""
+def _dotted(name: str, width: int = PLUGIN_WIDTH) -> str:
+    """A name in lines of at most ``width``, broken before a dot (a module's) or after a
+    hyphen or colon (a game's), never cut short: a table piped to a file would otherwise end
+    long names in "…", and two names that differ only past the cut would read the same (a
+    piece longer than ``width`` is folded by its column)."""
     lines = [""]
-    for part in module.split("."):
-        piece = part if not lines[-1] else f".{part}"
+    for piece in re.findall(r"\.?[^.:-]+[:-]*|[.:-]+", name):
         if lines[-1] and len(lines[-1]) + len(piece) > width:
             lines.append(piece)
         else:
@@ -251,14 +257,14 @@ def option_lines(options: dict[str, dict[str, Any]]) -> str:
 
 def games_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="games", show_lines=True)
-    table.add_column("name", max_width=22)
-    table.add_column("roles", max_width=14)
-    table.add_column("players", max_width=14)
-    table.add_column("description and options", ratio=1)
+    table.add_column("name", max_width=NAME_WIDTH, overflow="fold")
+    table.add_column("roles", max_width=14, overflow="fold")
+    table.add_column("players", max_width=14, overflow="fold")
+    table.add_column("description and options", ratio=1, overflow="fold")
     for row in rows:
         text = escape(f"{row['description']}\n{option_lines(row['options'])}")
         table.add_row(
-            escape(row["name"]),
+            escape(_dotted(row["name"], NAME_WIDTH - 2)),
             escape(", ".join(row["roles"])),
             escape(", ".join(row["players"])),
             text + (f"\n[yellow]{escape(row['clash'])}[/yellow]" if row.get("clash") else ""),
@@ -269,7 +275,7 @@ def games_table(rows: list[dict[str, Any]]) -> Table:
 def plugins_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="plugins")
     for header in ("plugin", "version", "registered", "status"):
-        table.add_column(header)
+        table.add_column(header, overflow="fold")
     for row in rows:
         registered = "; ".join(
             f"{kind}: {', '.join(names)}" for kind, names in row["registered"].items()
@@ -279,5 +285,6 @@ def plugins_table(rows: list[dict[str, Any]]) -> Table:
             status = f"[red]failed: {escape(row['error'])}[/red]"
         for warning in row.get("warnings", []):
             status += f"\n[yellow]{escape(warning)}[/yellow]"
-        table.add_row(escape(row["name"]), escape(str(row["version"])), escape(registered), status)
+        name = escape(_dotted(row["name"], width=26))
+        table.add_row(name, escape(str(row["version"])), escape(registered), status)
     return table

@@ -69,6 +69,27 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_suite_flags(args: argparse.Namespace) -> None:
+    """Refuse the flags only a suite reads, given without ``--suite`` (they would be ignored)."""
+    given = [
+        flag
+        for flag, value, default in (
+            ("--seeds", args.seeds, list(DEFAULT_SEEDS)),
+            ("--phrasings", args.phrasings, list(PHRASINGS)),
+            ("--held-out", args.held_out, None),
+            ("--traces", args.traces, None),
+        )
+        if value != default
+    ]
+    if args.suite is None and given:
+        it = "it" if len(given) == 1 else "them"
+        raise ConfigError(
+            f"{' and '.join(given)} only with --suite: without one, `selfplay eval` measures a "
+            f"run folder against scripted players and would ignore {it}. Name a suite (e.g. "
+            f"--suite solver), or drop {it}."
+        )
+
+
 def find_suite(name: str) -> Suite:
     from selfplay.plugins.manager import registries
 
@@ -184,7 +205,7 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path
             "the model is its served copy (--model openai:URL#MODEL)."
         )
     if served:
-        from selfplay.core.models.served.policy import ServedPolicy
+        from selfplay.core.models.served.policy import ServedPolicy, ServedSpec
 
         config = None
         if args.source is not None:
@@ -193,7 +214,9 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path
             config = run_config(find_checkpoint(Path(args.source))[0])
         temperature = 1.0 if config is None else config.generation.temperature
         seed = 0 if config is None else config.seed
-        policy = ServedPolicy(args.model, max_new_tokens=None, temperature=temperature, seed=seed)
+        spec = ServedSpec.parse(args.model, "--model")
+        policy = ServedPolicy(spec, max_new_tokens=None, temperature=temperature, seed=seed)
+        policy.check_model()  # a wrong name or a dead server named before any match
         return policy, temperature, f"model {args.model}", config, None
     if args.model is not None:
         from selfplay.core.config import RunConfig

@@ -50,6 +50,26 @@ def resumable(key: str) -> bool:
     return any(".".join(parts[:n]) in RESUMABLE for n in range(1, len(parts) + 1))
 
 
+def resumed(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``{KEY: value now}`` (dotted) for every setting a resume may change that ``now`` holds
+    otherwise than the run folder's ``saved`` config.yaml (both as JSON): what a resume was
+    given, which config.yaml then records and a resume command after a stop repeats."""
+    found: dict[str, Any] = {}
+    _walk_resumable(saved, now, "", found)
+    return found
+
+
+def _walk_resumable(saved: Any, now: dict[str, Any], prefix: str, found: dict[str, Any]) -> None:
+    for key, new in now.items():
+        path = f"{prefix}{key}"
+        old = saved.get(key, MISSING) if isinstance(saved, dict) else MISSING
+        if resumable(path):
+            if old != new:
+                found[path] = new
+        elif isinstance(new, dict):
+            _walk_resumable(old, new, f"{path}.", found)
+
+
 def differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """``KEY: SAVED in the checkpoint, NOW now`` for every setting that shapes training and
     differs between the checkpoint's copy ``saved`` and a resume's ``now`` (both as JSON)."""

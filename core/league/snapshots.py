@@ -176,7 +176,7 @@ class SnapshotStore:
         """Snapshot ``name`` as the server's adapter; it loads itself there if missing."""
         from selfplay.core.models.served.policy import ServedSpec, served_policy
 
-        spec = ServedSpec.parse(self.server or "", "pool.server")
+        spec = ServedSpec.parse(self.server or "", "pool.server", server=True)
         adapter, path = self.adapter_name(name), str(self.adapter_folder(name).resolve())
         spec = replace(spec, spec=f"openai:{spec.base}#{adapter}", model=adapter, lora=path)
         played = self.played_as(name)

@@ -132,6 +132,9 @@ def check_served_names(config: RunConfig) -> None:
 
     _, opponent = split_spec(config.opponent)
     named = {"--opponent": [opponent or ""], "pool.scripted": list(config.pool.scripted)}
+    named["rollout.servers"] = list(config.rollout.servers)
+    for name, learner in config.learners.items():
+        named[f"learners.{name}.servers"] = list(learner.servers)
     for reward, options in config.reward_options.items():
         named[f"reward_options.{reward}.model"] = [str(options.get("model", ""))]
     for key, names in named.items():
@@ -169,7 +172,7 @@ def check_pool_server(config: RunConfig) -> None:
             f"({', '.join(sorted(models))}). Drop pool.server (snapshots are then played in "
             "the training process)."
         )
-    spec = ServedSpec.parse(server, "pool.server")
+    spec = ServedSpec.parse(server, "pool.server", server=True)
     if spec.model is not None or spec.lora is not None:
         raise ConfigError(
             f"pool.server={server!r} names the server only: each snapshot is asked for by its "

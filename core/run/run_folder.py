@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
 from selfplay.core.config import RunConfig
-from selfplay.core.config.changes import RESUMABLE, resumable
+from selfplay.core.config.changes import RESUMABLE, resumable, resumed
 from selfplay.core.run.checkpoint import CONFIG, StorageError, free_space, scan
 from selfplay.core.run.config_loader import apply_override, explain
 from selfplay.core.run.episode_log import write_episodes
@@ -248,6 +248,15 @@ def open_run_folder(config: RunConfig, main: bool) -> RunFolder | None:
     folder = make_run_folder(config)
     folder.write_config(config)
     return folder
+
+
+def resumed_settings(config: RunConfig, folder: RunFolder | None) -> dict[str, Any]:
+    """What the resume ``config`` changed of the run ``folder``'s config.yaml ({KEY: value},
+    core/config/changes.py); {} for a new run, and on the processes that have no folder."""
+    if not config.resume or folder is None:
+        return {}
+    saved = read_config_data(folder.path)
+    return resumed(saved, config.model_dump(mode="json", exclude={"resume"}))
 
 
 def make_run_folder(config: RunConfig) -> RunFolder:

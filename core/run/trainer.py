@@ -39,7 +39,7 @@ from selfplay.core.run.hardware import (
 )
 from selfplay.core.run.progress import Phase, RunDisplay
 from selfplay.core.run.recipes import resolve
-from selfplay.core.run.run_folder import open_run_folder
+from selfplay.core.run.run_folder import open_run_folder, resumed_settings
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.serving.backend import Backend, check_rollout_servers
 from selfplay.core.train.loop import Iteration
@@ -81,6 +81,9 @@ class Trainer:
         check_rollout_servers(config, fabric.world_size)
         check_loggers(config.loggers, config.logger_options)  # before the run folder is made
         self.folder = open_run_folder(config, self.main)
+        # what a resume leg changed (its total, its time limit, ...): config.yaml records it
+        # once the leg goes on, and a stop's resume command repeats it
+        self.given = resumed_settings(config, self.folder)
         self.display: Any = None  # the run's bar, while it shows
         self.trackers = Trackers(self.folder, config) if self.folder else None
         self.state: RunState | None = None  # once the learner is set up
@@ -113,7 +116,7 @@ class Trainer:
 
     def run(self) -> TrainResult:
         """Train; a faulty plug-in or a failed write stops the run, saying what it keeps."""
-        with faults.stopping(self.trackers, lambda: self.shared if self.looping else None):
+        with faults.stopping(self.trackers, self._kept_in, self.given):
             try:
                 return self._train()
             finally:
@@ -187,12 +190,18 @@ class Trainer:
                 f"--iterations {config.iterations} leaves nothing to train. "
                 "--iterations is the total: pass a larger one."
             )
+        if self.given and self.folder:  # config.yaml says what the run now is
+            self.folder.write_config(config)
         sync = self.backend.sync if self.backend is not None else None
         self.rollouts = Rollouts(state, self.processes, self._phase, self._say, sync)
         self.rollouts.start(version=start)  # served: the servers get the weights we start from
         return state, start, Iteration(state, self.processes, self._phase, self._say, self.rollouts)
 
     # ---- pieces ----------------------------------------------------------------------------
+
+    def _kept_in(self) -> Path | None:
+        """The run folder a stop keeps work in: once the iterations began, None before."""
+        return self.shared if self.looping else None
 
     def _out_of_time(self) -> bool:
         """Every process must agree, so process 0's clock decides."""

@@ -15,6 +15,10 @@ What served rollouts support, each checked before a run folder exists:
 - several learners: each has servers of its own — ``rollout.workers`` local workers each, or
   the servers it names (``learners.NAME.servers``; the run's ``rollout.servers`` refused) —
   and its own weight sync; every learner's turns are served, or none.
+
+A setting only served rollouts read (the staleness cap and what is done past it, the queue,
+a local worker's threads and cores) is refused in a run that plays in this process, which
+would ignore it; a resume keeps its folder's settings as they are.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.config.learners import served
+from selfplay.core.config.rollout import RolloutConfig
 from selfplay.core.serving.local_workers import LocalWorkers
 from selfplay.core.serving.rollout_client import ServedLearner, Worker, Workers
 from selfplay.core.serving.weight_sync import WeightSync, WeightSyncs
@@ -33,6 +38,8 @@ from selfplay.core.serving.weight_sync import WeightSync, WeightSyncs
 
 def check_rollout_servers(config: Any, world_size: int = 1) -> None:
     """Refuse, before any work, what rollouts on servers do not support (see the module doc)."""
+    if not config.resume:
+        check_served_only(config)
     if not served(config):
         return
     where = "rollout.workers" if config.rollout.workers else "rollout.servers"
@@ -54,6 +61,44 @@ def check_rollout_servers(config: Any, world_size: int = 1) -> None:
             "rollout.workers and rollout.servers are both set: start local workers, or name "
             "servers already running, not both."
         )
+
+
+SERVED_ONLY = ("max_staleness", "queue", "stale", "age_decay")
+LOCAL_WORKERS_ONLY = ("worker_threads", "pin")
+
+
+def check_served_only(config: Any) -> None:
+    """Refuse a setting of served rollouts, or of local workers, that the run would ignore."""
+    given = _changed_rollout_settings(config)
+    if not served(config) and given:
+        it = "it" if len(given) == 1 else "them"
+        raise ConfigError(
+            f"{', '.join(given.values())}: without rollout workers or servers the run plays "
+            f"and trains in turn in this process, which would ignore {it}. Serve the rollouts "
+            f"(--rollout-workers N, or --set rollout.servers=openai:URL#MODEL), or drop {it}."
+        )
+    local = [text for key, text in given.items() if key.rsplit(".", 1)[1] in LOCAL_WORKERS_ONLY]
+    if not config.rollout.workers and local:
+        raise ConfigError(
+            f"{', '.join(local)}: it sets the local rollout workers, and the run starts none "
+            "(its servers are already running). Drop it, or start workers: --rollout-workers N."
+        )
+
+
+def _changed_rollout_settings(config: Any) -> dict[str, str]:
+    """``{KEY: 'KEY=VALUE'}`` for each served-only setting off its default: the run's
+    (``rollout.KEY``) and each learner's own (``learners.NAME.KEY``)."""
+    default = RolloutConfig()
+    sections = [("rollout", config.rollout)]
+    sections += [(f"learners.{name}", own) for name, own in config.learners.items()]
+    found = {}
+    for where, section in sections:
+        for key in (*SERVED_ONLY, *LOCAL_WORKERS_ONLY):
+            value = getattr(section, key, None)
+            if value is not None and value != getattr(default, key):
+                shown = str(value).lower() if isinstance(value, bool) else value
+                found[f"{where}.{key}"] = f"{where}.{key}={shown}"
+    return found
 
 
 def check_learners_served(config: Any) -> None:

@@ -61,8 +61,6 @@ class Worker:
         names = [row.get("id") for row in listed]
         self.ours = any(row.get("owned_by") == "selfplay" for row in listed)
         self.vllm = any(row.get("owned_by") == "vllm" for row in listed)
-        if not self.model:
-            self.model = names[0] if names else ""
         if self.model not in names:
             raise ConfigError(
                 f"rollout server {self.url} does not serve the model {self.model!r}; it serves: "
@@ -154,9 +152,7 @@ class Worker:
 
     def _root_request(self, endpoint: str, body: dict[str, Any]) -> Any:
         """A route outside /v1 (vLLM's /tokenize, the weight routes)."""
-        root = self.spec.base.removesuffix("/v1")
-        spec = ServedSpec.parse(f"openai:{root}#{self.model}", "rollout.servers")
-        return ServedPolicy(spec).post(endpoint, body)
+        return ServedPolicy(self.spec.at_root()).post(endpoint, body)
 
 
 class Workers:

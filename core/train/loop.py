@@ -24,7 +24,7 @@ from selfplay.api.errors import blame
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData
 from selfplay.api.types import Episode
-from selfplay.core.memory import OutOfMemory, out_of_memory
+from selfplay.core.memory import OutOfMemory, first_line, out_of_memory
 from selfplay.core.metrics_row import MetricsRow
 from selfplay.core.processes import Processes
 from selfplay.core.rollout import VoidMatch
@@ -214,10 +214,9 @@ class Iteration:
         except Exception as err:
             if not out_of_memory(err):
                 raise
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
             settings, resume_with = advice
             raise OutOfMemory(
-                f"{what} ran out of memory ({first}). {settings}", resume_with
+                f"{what} ran out of memory ({first_line(err)}). {settings}", resume_with
             ) from None
 
     def _update_settings(self, learner: Learner) -> tuple[str, str | None]:

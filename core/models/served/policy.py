@@ -1,11 +1,13 @@
 """Served models: a seat, judge or pool member played by an OpenAI-compatible server.
 
-    openai:URL[#MODEL]          e.g. openai:http://localhost:8000/v1#Qwen/Qwen2.5-7B-Instruct
+    openai:URL#MODEL            e.g. openai:http://localhost:8000/v1#Qwen/Qwen2.5-7B-Instruct
 
 ``URL`` is the server's API root (the part before ``/chat/completions``); vLLM, SGLang,
 llama.cpp's ``llama-server``, TGI and ``selfplay serve`` all speak this protocol. ``MODEL`` is
-the name the server knows the model by; without it the first model ``/v1/models`` lists is
-used. Options ride in the URL's query string (before or after ``#MODEL``) and are not sent
+the name the server knows the model by, and a name without it is refused before any work: a
+server may list several (a base model and its adapters), and playing whichever it lists
+first would measure a model nobody named. Only ``pool.server`` names a server alone. Options
+ride in the URL's query string (before or after ``#MODEL``) and are not sent
 on to the server:
 
     timeout=60       seconds to wait for one reply before it counts as a failed attempt
@@ -36,7 +38,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -87,9 +89,11 @@ class ServedSpec:
     concurrency: int = 8
     lora: str | None = None
     max_tokens: int | None = None
+    api: str | None = None  # the API root given, where ``base`` is the server's own (at_root)
 
     @classmethod
-    def parse(cls, spec: str, what: str = "The served model") -> ServedSpec:
+    def parse(cls, spec: str, what: str = "The served model", server: bool = False) -> ServedSpec:
+        """``spec`` read; ``server``: it names a server alone (``pool.server``), no model."""
         if not is_served(spec):
             raise ConfigError(f"{what} {spec!r} is not a served model (openai:URL#MODEL).")
         url = spec[len(SERVED) + 1 :]
@@ -127,12 +131,27 @@ class ServedSpec:
             )
         path = parts.path.rstrip("/")
         base = urlunsplit((parts.scheme, parts.netloc, path, urlencode(kept), ""))
+        if not model and not server:
+            named = spec.split("#", 1)[0]
+            raise ConfigError(
+                f"{what} {spec!r} names no model: write {named}#MODEL, MODEL being a name the "
+                f"server lists (curl {urlunsplit((parts.scheme, parts.netloc, path, '', ''))}"
+                "/models)."
+            )
         return cls(spec=spec, base=base, model=model or None, **options)
 
-    def url(self, endpoint: str) -> str:
-        """The address of ``endpoint`` (``chat/completions``) under the API root."""
-        root, _, query = self.base.partition("?")
+    def url(self, endpoint: str, given: bool = False) -> str:
+        """The address of ``endpoint`` (``chat/completions``) under the API root; ``given``:
+        under the API root the user gave, also where this spec asks the server's root."""
+        root, _, query = (self.api or self.base if given else self.base).partition("?")
         return f"{root}/{endpoint}" + (f"?{query}" if query else "")
+
+    def at_root(self) -> ServedSpec:
+        """The same server and options at the server's root, where vLLM and `selfplay serve`
+        answer ``/tokenize`` and the weight routes; messages still name the API root given."""
+        root, _, query = self.base.partition("?")
+        base = root.removesuffix("/v1") + (f"?{query}" if query else "")
+        return replace(self, base=base, api=self.api or self.base)
 
 
 class ServedPolicy(Policy):
@@ -220,22 +239,29 @@ class ServedPolicy(Policy):
             ) from None
         return Completion(text=text)
 
+    def check_model(self) -> None:
+        """Refuse, before any match, a model the server does not list; a server that lists
+        none (no ``/models`` route) is taken at its word."""
+        try:
+            listed = self.request("GET", "models").get("data") or []
+        except Unreachable:
+            raise
+        except ServedError:
+            return
+        names = [str(row.get("id")) for row in listed if isinstance(row, dict)]
+        if names and self._model not in names:
+            raise ServedError(
+                f"The served model {self.spec.spec}: {self.spec.url('models', given=True)} "
+                f"lists {', '.join(names)}, not {self._model!r}; name one of these after '#'."
+            )
+
     def model_name(self) -> str:
-        """The name the server knows the model by (the first it lists, when none was given)."""
-        self._prepare()
+        """The name the server knows the model by."""
         return self._model  # type: ignore[return-value]
 
     def _prepare(self) -> None:
-        """Find the model name (first listed) and load the adapter, once."""
+        """Load the adapter, once."""
         with self._ready:
-            if self._model is None:
-                listed = self.request("GET", "models").get("data") or []
-                if not listed:
-                    raise ServedError(
-                        f"{self.spec.url('models')} lists no models; name one: "
-                        f"{self.spec.spec}#MODEL."
-                    )
-                self._model = listed[0]["id"]
             if self.spec.lora and not self._adapter_loaded:
                 load_adapter(self, self._model, self.spec.lora)
                 self._adapter_loaded = True
@@ -278,7 +304,8 @@ class ServedPolicy(Policy):
         raise Unreachable(
             f"The served model {self.spec.spec}: no answer from {url} after {attempts} "
             f"attempt(s) (last: {why}). Check that the server runs and listens there (curl "
-            f"{self.spec.url('models')}), or give it longer: ?timeout=SECONDS&retries=N.",
+            f"{self.spec.url('models', given=True)}), or give it longer: "
+            "?timeout=SECONDS&retries=N.",
             brief=f"no answer after {attempts} attempt(s); last: {why}",
         )
 
@@ -331,10 +358,14 @@ def _error_message(err: urllib.error.HTTPError) -> str:
 
 
 def _hint(code: int, spec: ServedSpec) -> str:
+    """The next step after an HTTP error, naming the API root the user gave."""
+    given, listed = spec.api or spec.base, spec.url("models", given=True)
+    if code == 404 and given.partition("?")[0].endswith("/v1"):
+        return f" Is the model {spec.model!r} served there? curl {listed} lists its models."
     if code == 404:
         return (
-            f" Is {spec.base} the API root (it usually ends in /v1), and is the model "
-            f"{spec.model!r} served there? {spec.url('models')} lists the server's models."
+            f" Is {given} the API root (it usually ends in /v1), and is the model "
+            f"{spec.model!r} served there? curl {listed} lists the server's models."
         )
     if code in (401, 403):
         return " The server wants a key: set OPENAI_API_KEY."

@@ -34,7 +34,7 @@ from typing import Any
 
 from selfplay.api.game import InfoSet, answer_text
 from selfplay.api.types import Message
-from selfplay.core.models.served.policy import ServedError, ServedPolicy, ServedSpec
+from selfplay.core.models.served.policy import ServedError, ServedPolicy
 
 Table = dict[str, dict[str, float]]
 
@@ -162,6 +162,4 @@ def _echoed(policy: ServedPolicy, reply: Any, rows: list[list[int]]) -> list[lis
 
 def _root(policy: ServedPolicy) -> ServedPolicy:
     """The same server at its root, where vLLM (and selfplay serve) answer /tokenize."""
-    root = policy.spec.base.removesuffix("/v1")
-    spec = ServedSpec.parse(f"openai:{root}#{policy.model_name()}", "The served model")
-    return ServedPolicy(spec, name=policy.name)
+    return ServedPolicy(policy.spec.at_root(), name=policy.name)
