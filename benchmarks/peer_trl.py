@@ -22,14 +22,31 @@ Sides, each in its own process, run one after another and alternated for several
 - ``trl``: ``GRPOTrainer`` with its defaults (gradient checkpointing on);
 - ``trl-no-gc``: the same with ``gradient_checkpointing=False``.
 
-Each prints completions/s over its 30 steps and the split between generation and update, and
-the parent adds the foreign CPU load during each side: cores kept busy by other processes
-(from /proc/stat, less the side's own CPU time). Ratios between sides of the same round are
-what count on a shared machine.
+Each row gives three figures (peer_race.py says how each is taken): ``wall``, completions/s
+over the side's training loop, the first step in it (the figure RESULTS.md has quoted since
+the race began); ``step``, completions/s of the median step, the first left out, from each
+trainer's own step clock (ours: metrics.csv; TRL: its steps; raw: its own); and ``process``,
+the child's seconds from start to exit (imports, model load, set-up, the end). On this race
+a step takes a fraction of a second, so a harness that times whole processes, or reads TRL's
+``train_samples_per_second``, measures set-up as much as training, and can rank the sides
+the other way; so can one that leaves each library its own thread count. Beside them: the
+split between generation and update, the cores other processes kept busy meanwhile, and
+each side's reward by step (its own record: metrics.csv, TRL's log, the raw loop's), so
+that a speed is never bought with learning.
+
+All sides train on the same problems in the same order: step ``s`` asks problems ``32s`` to
+``32s + 31``, each eight times (ours: the k-th match started gets problem k // 8, the
+matches of an iteration started in order; TRL: ``shuffle_dataset=False``), and read the same
+prompt tokens (checked: the last line before the ratios). Until the round that added this,
+ours drew a problem per match from its random seed, so its GRPO groups were of random size
+(1 to 12 in a batch of 256) where TRL's and raw's were of eight, and TRL read each prompt
+with a BOS token before it (plain-text prompts are tokenized with special tokens; they are
+now a one-message conversation under the bare chat template), one token in eight more.
 
 TRL is never a dependency of this project: it runs from an environment of its own, given
 with ``--trl-python`` (see benchmarks/README.md for how to build it). Without it TRL's sides
-do not run; ours and ``raw`` run from this environment.
+do not run; ours and ``raw`` run from this environment. peer_trl_smollm2.py races the same
+trainers on SmolLM2-135M-Instruct.
 
     python benchmarks/peer_trl.py --trl-python VENV/bin/python [--rounds 3] [--threads 2]
     python benchmarks/peer_trl.py --trl-python VENV/bin/python --precision bf16-mixed
@@ -41,14 +58,16 @@ bf16 (``--precision bf16-mixed``) is skipped with a message on a CPU without bf1
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import peer_race  # beside this file
 
 PROMPTS_PER_STEP = 32
 COMPLETIONS_PER_PROMPT = 8
@@ -108,8 +127,6 @@ def build_model(folder: Path, seed: int) -> None:
 
 
 def run_ours(args: argparse.Namespace) -> dict[str, Any]:
-    import csv
-
     from selfplay.api.game import Game, GameState
     from selfplay.core.run.config_loader import build_config
     from selfplay.core.run.trainer import train
@@ -120,8 +137,10 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
         b: int
         answer: str | None = None
 
+    started = itertools.count()  # matches start in order: eight in a row share a problem
+
     class Addition(Game):
-        """One answer to ``a+b=``; eight matches in a row share a problem (a GRPO group)."""
+        """One answer to ``a+b=``; the k-th match started asks problem k // 8 (a GRPO group)."""
 
         name = "peer-addition"
         roles = ("solver",)
@@ -130,7 +149,7 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
         zero_sum = False
 
         def initial(self, seed, rng):
-            a, b = problem(seed // COMPLETIONS_PER_PROMPT)
+            a, b = problem(next(started) // COMPLETIONS_PER_PROMPT)
             return AdditionState(seed=seed, a=a, b=b)
 
         def current_role(self, state):
@@ -177,18 +196,7 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
     flags = {"game": Addition.name, "model": str(args.model), "iterations": args.steps}
     config = build_config(None, {**flags, "seed": args.seed, "out": out, "name": "run"}, overrides)
     train(config)
-    with open(out / "run" / "metrics.csv", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    rollout = sum(float(r["rollout_seconds"]) for r in rows)
-    update = sum(float(r["update_seconds"]) for r in rows)
-    total = float(rows[-1]["elapsed_seconds"])
-    return {
-        "seconds": total,
-        "generation_seconds": rollout,
-        "update_seconds": update,
-        "reward_first": float(rows[0]["mean_reward"]),
-        "reward_last": float(rows[-1]["mean_reward"]),
-    }
+    return peer_race.ours_figures(out / "run")
 
 
 # ---- the raw loop --------------------------------------------------------------------------
@@ -204,7 +212,8 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model).eval()  # no dropout, as ours
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, foreach=True)
-    eos, clock, rewards = tokenizer.eos_token_id, {"generation": 0.0, "update": 0.0}, []
+    eos, generation, steps, rewards = tokenizer.eos_token_id, [], [], []
+    first: list[int] = []  # the first prompt's token ids, to check every side read the same
     for step in range(args.steps):
         start = time.perf_counter()
         pairs = [problem(step * PROMPTS_PER_STEP + i) for i in range(PROMPTS_PER_STEP)]
@@ -213,7 +222,7 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
                             return_tensors="pt")  # fmt: skip
         with torch.no_grad():
             rows = model.generate(**prompts, do_sample=True, top_k=0, max_new_tokens=NEW_TOKENS)
-        width = prompts.input_ids.shape[1]
+        width, first = prompts.input_ids.shape[1], first or prompts.input_ids[0].tolist()
         answers = rows[:, width:]
         texts = tokenizer.batch_decode(answers, skip_special_tokens=True)
         reward = torch.tensor([reward_of(t, a, b) for t, (a, b) in zip(texts, pairs, strict=True)])
@@ -230,15 +239,16 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        clock["generation"] += middle - start
-        clock["update"] += time.perf_counter() - middle
+        generation.append(middle - start)
+        steps.append(time.perf_counter() - start)
         rewards.append(float(reward.mean()))
     return {
-        "seconds": clock["generation"] + clock["update"],
-        "generation_seconds": clock["generation"],
-        "update_seconds": clock["update"],
-        "reward_first": rewards[0],
-        "reward_last": rewards[-1],
+        "seconds": sum(steps),
+        "generation_seconds": sum(generation),
+        "update_seconds": sum(steps) - sum(generation),
+        "step_seconds": steps,
+        "rewards": rewards,
+        "prompt_ids": first,
     }
 
 
@@ -248,25 +258,25 @@ def run_raw(args: argparse.Namespace) -> dict[str, Any]:
 def run_trl(args: argparse.Namespace, checkpointing: bool) -> dict[str, Any]:
     import torch
     from datasets import Dataset
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(args.threads)
     count = args.steps * PROMPTS_PER_STEP
     pairs = [problem(i) for i in range(count)]
+    prompts = [[{"role": "user", "content": f"{a}+{b}="}] for a, b in pairs]  # no BOS, as ours
     data = Dataset.from_dict(
-        {"prompt": [f"{a}+{b}=" for a, b in pairs], "a": [a for a, _ in pairs],
-         "b": [b for _, b in pairs]}
-    )  # fmt: skip
+        {"prompt": prompts, "a": [a for a, _ in pairs], "b": [b for _, b in pairs]}
+    )
 
     def addition_reward(completions, a, b, **_):
-        return [reward_of(c, x, y) for c, x, y in zip(completions, a, b, strict=True)]
+        texts = [peer_race.completion_text(c) for c in completions]
+        return [reward_of(t, x, y) for t, x, y in zip(texts, a, b, strict=True)]
 
-    bf16 = args.precision.startswith("bf16")
     config = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="peer-trl-"),
         use_cpu=True,
-        bf16=bf16,
+        bf16=args.precision.startswith("bf16"),
         per_device_train_batch_size=PROMPTS_PER_STEP * COMPLETIONS_PER_PROMPT,
         num_generations=COMPLETIONS_PER_PROMPT,
         max_completion_length=NEW_TOKENS,
@@ -275,9 +285,10 @@ def run_trl(args: argparse.Namespace, checkpointing: bool) -> dict[str, Any]:
         beta=0.0,
         max_steps=args.steps,
         gradient_checkpointing=checkpointing,
+        shuffle_dataset=False,  # the problems in the order the other sides ask them
         save_strategy="no",
         report_to=[],
-        logging_steps=args.steps,
+        logging_steps=1,  # the reward and TRL's own step time, per step
         seed=args.seed,
         dataloader_num_workers=0,
     )
@@ -289,49 +300,12 @@ def run_trl(args: argparse.Namespace, checkpointing: bool) -> dict[str, Any]:
         train_dataset=data,
         processing_class=tokenizer,
     )
-    clock = {"generation": 0.0, "steps": 0.0, "rewards": []}
-    generate = trainer._generate_and_score_completions
-
-    def timed_generate(*a: Any, **k: Any) -> Any:
-        start = time.perf_counter()
-        out = generate(*a, **k)
-        clock["generation"] += time.perf_counter() - start
-        return out
-
-    trainer._generate_and_score_completions = timed_generate
-
-    class StepClock(TrainerCallback):
-        def on_step_begin(self, *_: Any, **__: Any) -> None:
-            self.start = time.perf_counter()
-
-        def on_step_end(self, *_: Any, **__: Any) -> None:
-            clock["steps"] += time.perf_counter() - self.start
-
-        def on_log(self, _a: Any, _s: Any, _c: Any, logs: Any = None, **__: Any) -> None:
-            if logs and "reward" in logs:
-                clock["rewards"].append(logs["reward"])
-
-    trainer.add_callback(StepClock())
+    clock = peer_race.clock_trl(trainer)
     trainer.train()
-    rewards = clock["rewards"] or [float("nan")]
-    return {
-        "seconds": clock["steps"],
-        "generation_seconds": clock["generation"],
-        "update_seconds": clock["steps"] - clock["generation"],
-        "reward_first": float("nan"),
-        "reward_last": float(rewards[-1]),
-    }
+    return peer_race.trl_figures(clock)
 
 
-# ---- the parent: alternated rounds, the foreign load ---------------------------------------
-
-
-def cpu_busy_seconds() -> float:
-    """Seconds of CPU time all processes have used (every core, from /proc/stat)."""
-    with open("/proc/stat", encoding="ascii") as handle:
-        fields = [int(v) for v in handle.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+# ---- the parent: alternated rounds ---------------------------------------------------------
 
 
 def run_side(side: str, args: argparse.Namespace, model: Path) -> dict[str, Any]:
@@ -339,41 +313,7 @@ def run_side(side: str, args: argparse.Namespace, model: Path) -> dict[str, Any]
     command = [python, __file__, "--side", side, "--model", str(model), "--steps",
                str(args.steps), "--threads", str(args.threads), "--precision", args.precision,
                "--seed", str(args.seed)]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "SELFPLAY_PLOTS": "0"}
-    busy, start = cpu_busy_seconds(), time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = child.communicate()
-    wall = time.perf_counter() - start
-    own = _child_cpu_seconds()
-    foreign = max(0.0, (cpu_busy_seconds() - busy - own) / wall)
-    lines = [ln for ln in out.decode().splitlines() if ln.startswith("RESULT ")]
-    if child.returncode or not lines:
-        tail = err.decode()[-2000:]
-        raise SystemExit(f"side {side} failed (exit {child.returncode}):\n{tail}")
-    result = json.loads(lines[-1][len("RESULT ") :])
-    result["foreign_cores"] = foreign
-    return result
-
-
-_last_children_cpu = 0.0
-
-
-def _child_cpu_seconds() -> float:
-    """CPU seconds of the children that ended since the last call."""
-    global _last_children_cpu
-    times = os.times()
-    total = times.children_user + times.children_system
-    own, _last_children_cpu = total - _last_children_cpu, total
-    return own
-
-
-def bf16_units() -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            flags = handle.read()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+    return peer_race.run_child(side, command, args.threads)
 
 
 def main() -> None:
@@ -397,7 +337,7 @@ def main() -> None:
             result = run_trl(args, checkpointing=args.side == "trl")
         print("RESULT " + json.dumps(result))
         return
-    if args.precision.startswith("bf16") and not bf16_units():
+    if args.precision.startswith("bf16") and not peer_race.bf16_units():
         print(
             f"--precision {args.precision} skipped: this CPU has no bf16 units (neither "
             "amx_bf16 nor avx512_bf16 in /proc/cpuinfo), so bf16 is emulated and slower "
@@ -408,33 +348,31 @@ def main() -> None:
     if not args.trl_python:
         print("no --trl-python: TRL's sides do not run (see benchmarks/README.md for them)")
         sides = [s for s in sides if s not in TRL]
-    completions = args.steps * PROMPTS_PER_STEP * COMPLETIONS_PER_PROMPT
+    per_step = PROMPTS_PER_STEP * COMPLETIONS_PER_PROMPT
     print(
         f"{args.steps} steps x {PROMPTS_PER_STEP} prompts x {COMPLETIONS_PER_PROMPT} "
         f"completions, {NEW_TOKENS} new tokens, {args.threads} threads, {args.precision}; "
         f"load average before: {os.getloadavg()[0]:.2f}"
     )
-    header = f"{'round':>5} {'side':<15}{'compl/s':>9}{'gen s':>8}{'upd s':>8}{'foreign':>9}"
-    print(header + f"{'reward':>8}")
-    rates: dict[str, list[float]] = {s: [] for s in sides}
+    print(peer_race.HEADER)
+    rates: dict[str, list[dict[str, float]]] = {s: [] for s in sides}
+    prompts: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory(prefix="peer-model-") as folder:
         build_model(Path(folder), args.seed)
-        _child_cpu_seconds()
         for r in range(args.rounds):
             for side in sides:
-                res = run_side(side, args, Path(folder))
-                rate = completions / res["seconds"]
-                rates[side].append(rate)
-                print(
-                    f"{r + 1:>5} {side:<15}{rate:>9.1f}{res['generation_seconds']:>8.2f}"
-                    f"{res['update_seconds']:>8.2f}{res['foreign_cores']:>9.2f}"
-                    f"{res['reward_last']:>8.3f}",
-                    flush=True,
-                )
-    for mine in (s for s in OURS if s in sides):
-        for side in (s for s in sides if s != mine and (s not in OURS or (mine, s) in PAIRS)):
-            ratios = [a / b for a, b in zip(rates[mine], rates[side], strict=True)]
-            print(f"{mine}_vs_{side}=" + ",".join(f"{x:.2f}" for x in ratios))
+                result = run_side(side, args, Path(folder))
+                rates[side].append(peer_race.print_row(r + 1, side, result, per_step))
+                prompts[side] = result["prompt_ids"]
+    print(peer_race.same_prompts(prompts))
+    pairs = [
+        (mine, side)
+        for mine in OURS
+        if mine in sides
+        for side in sides
+        if side != mine and (side not in OURS or (mine, side) in PAIRS)
+    ]
+    peer_race.print_ratios(rates, pairs)
 
 
 if __name__ == "__main__":
