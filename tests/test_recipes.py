@@ -380,3 +380,31 @@ def test_leduc_poker_legal_holds_the_settings_results_measured():
     assert named.pop("recipe") == "leduc-poker-legal"
     measured.pop("recipe")
     assert measured == named
+
+
+# the command of the two first SmolLM2 Kuhn poker seeds benchmarks/RESULTS.md quotes in
+# "SmolLM2 learns Kuhn poker by self-play?" (less --seed, --out, --name, threads and minutes)
+SMOLLM2_KUHN = [
+    "lora.enabled=true",
+    "cold_start.steps=0",
+    "matches=64",
+    "estimator=grpo",
+    "estimator_options.scale=false",
+    "objective_options.uniform_magnet=1",
+    "objective_options.kl_coef=0.2",
+    "objective_options.kl_direction=reverse",
+    "train.lr=1e-3",
+    "train.minibatch_size=32",
+    "eval.matches=20",
+    "iterations=35",
+]
+
+
+def test_kuhn_poker_smollm2_holds_the_settings_results_measured():
+    measured = run_config(
+        recipe="kuhn-poker-legal", model="smollm2-135m", overrides=SMOLLM2_KUHN
+    ).model_dump()
+    named = run_config(recipe="kuhn-poker-smollm2").model_dump()
+    assert named.pop("recipe") == "kuhn-poker-smollm2"
+    assert measured.pop("recipe") == "kuhn-poker-legal"
+    assert measured == named
