@@ -1,11 +1,13 @@
-"""Does a trained Leduc poker policy play its card? Read from a run's newest checkpoint.
+"""Does a trained Leduc or Kuhn poker policy play its card? Read from a run's newest checkpoint.
 
     python benchmarks/leduc_card_use.py RUN [RUN ...]
+    python benchmarks/leduc_card_use.py runs/kuhn-s0 runs/kuhn-s1   # Kuhn poker runs too
     python benchmarks/leduc_card_use.py --view spiel RUN   # a run made before the readable view
     python benchmarks/leduc_card_use.py --imitate 100 RUN  # can the model learn to read it?
     python benchmarks/leduc_card_use.py --reference RUN    # the KL reference the run kept
 
-For each run (a run folder of ``--game openspiel:leduc_poker``) the policy's table is scored
+For each run (a run folder of ``--game openspiel:leduc_poker`` or ``--game kuhn-poker``) the
+policy's table is scored
 as exact exploitability scores it, and three figures printed:
 
 - the exploitability of that table (the run's ``exploitability/last`` at its newest checkpoint);
@@ -43,21 +45,35 @@ from typing import Any
 
 from selfplay.core.models.policy_table import policy_table
 
-PRIVATE = re.compile(r"\[Private: (\d+)\]")
+PRIVATE = re.compile(r"\[Private: (\d+)\]")  # Leduc poker's card, in OpenSpiel's key
+KUHN = re.compile(r"([JQK]):(.*)")  # Kuhn poker's key: card, then the betting history
+
+
+def split(key: str) -> tuple[str, str]:
+    """(betting history, card) of an information set's key."""
+    if found := KUHN.fullmatch(key):
+        return found[2], found[1]
+    return PRIVATE.sub("", key), PRIVATE.search(key)[1]
+
+
+def rank(card: str) -> int:
+    """A card's rank: Kuhn's J < Q < K; Leduc's card number // 2 (two suits play alike)."""
+    return "JQK".index(card) if card in "JQK" else int(card) // 2
 
 
 def histories(table: dict[str, dict[str, float]]) -> dict[str, dict[str, dict[str, float]]]:
-    """{betting history (the key without the card): {card number: row}}."""
+    """{betting history (the key without the card): {card: row}}."""
     grouped: dict[str, dict[str, dict[str, float]]] = {}
     for key, row in table.items():
-        grouped.setdefault(PRIVATE.sub("", key), {})[PRIVATE.search(key)[1]] = row
+        history, card = split(key)
+        grouped.setdefault(history, {})[card] = row
     return grouped
 
 
 def card_distance(table: dict[str, dict[str, float]]) -> tuple[float, float]:
     distances = []
     for by_card in histories(table).values():
-        by_rank = {int(card) // 2: row for card, row in by_card.items()}  # suits play alike
+        by_rank = {rank(card): row for card, row in by_card.items()}
         for a, b in itertools.combinations(sorted(by_rank), 2):
             ra, rb = by_rank[a], by_rank[b]
             distances.append(0.5 * sum(abs(ra[k] - rb[k]) for k in ra))
@@ -68,7 +84,7 @@ def without_card(table: dict[str, dict[str, float]]) -> dict[str, dict[str, floa
     grouped = histories(table)
     out = {}
     for key, row in table.items():
-        rows = list(grouped[PRIVATE.sub("", key)].values())
+        rows = list(grouped[split(key)[0]].values())
         out[key] = {k: sum(r[k] for r in rows) / len(rows) for k in row}
     return out
 
@@ -190,6 +206,8 @@ def main() -> None:
     for run in args.runs:
         table, game, policy, config = checkpoint_table(run, args.reference, args.view)
         print(f"{run}: {figures(table, game)}", flush=True)
+        if args.imitate and game.name == "kuhn-poker":
+            sys.exit("--imitate reads Leduc poker's moves; a Kuhn poker run has no imitation here.")
         if args.imitate:
             imitate(policy, game, args.imitate, config.generation.temperature)
 

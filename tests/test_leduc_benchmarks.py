@@ -56,6 +56,20 @@ def test_card_distance_and_the_table_with_the_card_taken_out():
     assert blinded[key(0, "b")] == pytest.approx(same[key(0, "b")])
 
 
+def test_kuhn_keys_read_their_card_and_history():
+    blind = {key: {"bet": 0.8, "check": 0.2} for key in ("J:", "Q:", "K:")}
+    blind |= {key: {"call": 0.9, "fold": 0.1} for key in ("J:bet", "Q:bet", "K:bet")}
+    assert card_use.card_distance(blind) == (0.0, 0.0)
+    assert all(card_use.without_card(blind)[k] == pytest.approx(row) for k, row in blind.items())
+    reads = dict(blind) | {"J:bet": {"call": 0.0, "fold": 1.0}, "K:bet": {"call": 1.0, "fold": 0.0}}
+    mean, largest = card_use.card_distance(reads)
+    assert largest == pytest.approx(1.0)  # J against K facing a bet
+    assert mean == pytest.approx((0.9 + 1.0 + 0.1) / 6)  # three pairs at each of two histories
+    assert card_use.without_card(reads)["Q:bet"] == pytest.approx(
+        {"call": 0.6333, "fold": 0.3667}, abs=1e-4
+    )
+
+
 def test_the_reference_kept_in_a_checkpoint_replaces_the_policy(tmp_path, monkeypatch):
     import torch
 
