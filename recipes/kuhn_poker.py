@@ -1,10 +1,11 @@
-"""Kuhn poker recipes, measured on the tiny model on a 2-core CPU (benchmarks/RESULTS.md).
+"""Kuhn poker recipes, measured on a 2-core CPU (benchmarks/RESULTS.md).
 
 Kuhn poker has no recipe of its own (`selfplay run --game kuhn-poker` trains on the plain
-defaults); ``kuhn-poker`` is the learning benchmark's (benchmarks/learning.py), and
-``kuhn-poker-legal`` the five-seed one README quotes (benchmarks/opponents.py with the
+defaults); ``kuhn-poker`` is the learning benchmark's (benchmarks/learning.py),
+``kuhn-poker-legal`` the tiny model's five-seed one README quotes (benchmarks/opponents.py with the
 legal-move objective and a moving KL magnet: RESULTS.md, "Five seeds for the two longer
-recipes").
+recipes"; its cold start imitates the ``nash`` player), and ``kuhn-poker-smollm2`` SmolLM2-135M
+in pure self-play.
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ LEGAL = Recipe(
 SMOLLM2 = Recipe(
     "kuhn-poker-smollm2",
     "SmolLM2-135M in pure self-play, no cold start and no scripted player: the legal choice "
-    "under a uniform reverse-KL magnet (it keeps the play mixed), LoRA at lr 1e-3, 64 matches "
-    "an iteration, 35 iterations, about 25 minutes at threads=1 (RESULTS.md, 'SmolLM2 learns "
-    "Kuhn poker by self-play?').",
+    "under a uniform reverse-KL magnet, LoRA at lr 1e-3, 64 matches an iteration, 35 "
+    "iterations, 17-26 minutes at threads=1: the average of the iterates 0.303 (0.210-0.334) "
+    "on seeds 0-4 against 0.468 for shuffled-reward controls, card-blind on three seeds "
+    "(RESULTS.md, 'SmolLM2 learns Kuhn poker by self-play?').",
     {
         "model": "smollm2-135m",
         "lora.enabled": True,
