@@ -26,6 +26,9 @@ class Request:
     role: Role
     messages: tuple[Message, ...]
     rng: random.Random
+    # the whole answers to choose among, when the asker fixes them (a judge's verdict lines):
+    # a policy that scores answers picks one of these instead of writing
+    menu: tuple[str, ...] = ()
 
 
 class Policy(ABC):

@@ -9,8 +9,11 @@ the opponent's last argument (and the speaker's own).
 Games never call models, so the rules do not decide a winner: a finished debate pays 0 to
 both sides and the ``judge`` reward decides. ``reward_defaults`` puts that judge in pairwise
 mode, so ``--reward judge`` (or ``judge+quality``) compares the two sides and pays +1 / -1
-(0 each on a tie): zero-sum, as in debate training. A reward that needs a rule outcome
-(``outcome``) learns nothing here.
+(0 each on a tie): zero-sum, as in debate training. Both judges pick their verdict line
+(``answer: choose``: the likeliest of "Winner: A", "Winner: B", "Winner: tie", or of "Score: 0"
+to "Score: 7") rather than write a reply, so even the tiny default model's verdicts are read;
+``reward_options.judge.answer=write`` lets a larger judge write first. A reward that needs a
+rule outcome (``outcome``) learns nothing here.
 
 A statement is free text, valid when non-empty and at most ``max_chars`` characters (see
 games/text_game.py); an empty or overlong statement is an invalid move under the shared
@@ -59,7 +62,11 @@ class Debate(TextGame):
     Options = DebateOptions
     State = DebateState
     move_noun = "argument"
-    reward_defaults: ClassVar[dict[str, dict[str, str]]] = {"judge": {"mode": "pairwise"}}
+    # the judges pick their verdict line rather than write it: any model's verdict is readable
+    reward_defaults: ClassVar[dict[str, dict[str, str]]] = {
+        "judge": {"mode": "pairwise", "answer": "choose"},
+        "quality": {"answer": "choose"},
+    }
 
     def initial(self, seed: int, rng: random.Random) -> DebateState:
         record = rng.choice(load_bank(BANK, self.options.split))

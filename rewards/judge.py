@@ -78,6 +78,12 @@ class JudgeModelOptions(RewardOptions):
     max_chars: int = Field(
         default=2000, ge=1, description="Each text shown to the judge keeps its last N chars."
     )
+    answer: Literal["write", "choose"] = Field(
+        default="write",
+        description="write: the judge writes its reply and the verdict line is read from it; "
+        'choose: the judge picks the likeliest verdict line ("Winner: A", "Score: 3") '
+        "without writing, never unreadable (a local judge model only).",
+    )
     greedy: bool = Field(default=True, description="Judge greedily (else sample).")
     prefill: str | None = Field(
         default=None,
@@ -99,6 +105,23 @@ class JudgeModelOptions(RewardOptions):
     length_free: int = Field(
         default=300, ge=0, description="Characters an answer may use before length_penalty."
     )
+
+    @model_validator(mode="after")
+    def _answerable(self) -> JudgeModelOptions:
+        if self.answer != "choose":
+            return self
+        if self.model.startswith("openai:"):
+            raise ValueError(
+                f"answer=choose scores each verdict line with the judge model, but {self.model} "
+                "is served and answers only by writing. Use answer=write with a served judge, "
+                "or a local judge model (reference, learner, a model folder or hub id)."
+            )
+        if self.prefill:
+            raise ValueError(
+                f"prefill={self.prefill!r} starts a written reply, but answer=choose picks a "
+                "whole verdict line and writes nothing. Drop prefill, or use answer=write."
+            )
+        return self
 
 
 class JudgeOptions(JudgeModelOptions):
@@ -142,6 +165,13 @@ class Judge(Reward):
         )
         self.per_turn = self.scope == "turn"
         self.models = frozenset([opts.model])
+        self.verdicts: tuple[str, ...] = ()  # answer=choose: the lines the judge picks among
+        if opts.answer == "choose":
+            self.verdicts = (
+                prompts.WINNER_LINES
+                if self.mode == "pairwise"
+                else tuple(f"Score: {n}" for n in range(self.scale + 1))
+            )
         self._counts = dict.fromkeys(("asked", "unparsable", "stripped", "copies"), 0)
 
     def __call__(self, episodes: Sequence[Episode]) -> list[RoleScores] | list[TurnScores]:
@@ -359,6 +389,7 @@ class Judge(Reward):
                 role="judge",
                 messages=self._messages(prompt),
                 rng=random.Random(ep.seed * 1_000_003 + sub),
+                menu=self.verdicts,
             )
             for ep, prompt, sub in asks
         ]

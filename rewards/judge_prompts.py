@@ -6,7 +6,8 @@ in ``rewards/prompts/*.txt`` and are named without the suffix (``judge_turn``); 
 episode's text cannot inject placeholders.
 
 A judge answer is read from its last ``Score: N`` (or ``Winner: A|B|tie``) line; anything else
-is unreadable and the caller masks it, never scoring it 0.
+is unreadable and the caller masks it, never scoring it 0. A judge that chooses
+(``answer=choose``) picks one of those lines by its likelihood instead of writing.
 
 Two guards against answers written for the judge rather than for the task (see the judge's
 ``strip_self_assessment`` and ``max_prompt_overlap`` options): `strip_self_assessment` drops
@@ -31,6 +32,8 @@ from selfplay.api.types import Episode, Turn
 PLACEHOLDERS = ("game", "task", "transcript", "role", "response", "scale", "first", "second")
 SCORE = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,4})\b", re.IGNORECASE)
 WINNER = re.compile(r"winner\s*[:=]\s*\**\s*(a|b|tie)\b", re.IGNORECASE)
+# the pairwise verdicts a judge picks among under answer=choose, in the templates' own form
+WINNER_LINES = ("Winner: A", "Winner: B", "Winner: tie")
 WORD = re.compile(r"\w+")
 # A sentence: up to a stop (not the point of 0.75), a closed answer span ``[70]`` or a line
 # break, so a claim written after the answer goes without the answer.

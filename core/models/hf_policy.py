@@ -211,7 +211,8 @@ class HFPolicy(Policy):
     def _act(self, requests: Sequence[Request], greedy: bool) -> list[Completion]:
         prompts = self.encode(requests)
         seeds = self.row_seeds(requests)
-        if self.choice == "legal":
+        # a request that lists its answers (a judge's verdicts) chooses whatever the setting
+        if self.choice == "legal" or any(req.menu for req in requests):
             return choose_legal(self, requests, prompts, seeds, greedy=greedy)
         return self.write(prompts, seeds, greedy)
 

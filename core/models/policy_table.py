@@ -152,7 +152,10 @@ def score_answers(
 
 def legal_answers(request: Request) -> list[str]:
     """The completions that play each legal move (after the answer prefix); [] when the game
-    does not list every move (its ``legal_actions`` are samples for scripted players)."""
+    does not list every move (its ``legal_actions`` are samples for scripted players). A request
+    that lists its own answers (``Request.menu``: a judge's verdict lines) offers those."""
+    if request.menu:
+        return list(request.menu)
     game = request.game  # None for a chat request to `selfplay serve`: written freely
     if not getattr(game, "lists_every_move", False):
         return []
@@ -178,8 +181,10 @@ def choose_legal(
     *,
     greedy: bool,
 ) -> list[Completion]:
-    """Requests whose game lists every legal answer choose one; the others are written."""
-    menus = [legal_answers(req) for req in requests]
+    """Requests whose game lists every legal answer choose one (under ``choice=legal``), as do
+    requests that list their own answers; the others are written."""
+    legal = getattr(policy, "choice", "legal") == "legal"
+    menus = [legal_answers(req) if legal else list(req.menu) for req in requests]
     listed = [i for i, menu in enumerate(menus) if menu]
     free = [i for i, menu in enumerate(menus) if not menu]
     out: list[Completion] = [Completion(text="")] * len(requests)
