@@ -10,7 +10,12 @@ from types import SimpleNamespace
 import torch
 
 from selfplay.core.commands.cli import main
-from selfplay.core.train.checks import flat_advantages, unreadable_terms, untrained_message
+from selfplay.core.train.checks import (
+    flat_advantages,
+    unreadable_terms,
+    unscored_message,
+    untrained_message,
+)
 from selfplay.monitors.hacking_monitor import HackingMonitor
 from selfplay.monitors.trajectory_filter import TrajectoryFilter
 
@@ -70,6 +75,15 @@ def test_an_iteration_whose_judge_answers_were_all_unreadable_says_so():
     assert len(said) == 1 and "every judge answer was unreadable (2 of 2)" in said[0]
 
 
+def test_a_run_stopped_for_unreadable_judges_names_the_setting_that_reads_them():
+    reward = SimpleNamespace(
+        metrics=lambda: {"reward/quality/asked": 4, "reward/quality/unparsable": 4}
+    )
+    said = unscored_message(3, 3, reward)
+    assert "4 of 4 quality answers were unreadable" in said
+    assert "--set reward_options.quality.answer=choose" in said
+
+
 def test_the_end_of_a_run_says_when_nothing_was_trained():
     judged = {"update_steps": 0, "reward/judge/asked": 2.0, "reward/judge/unparsable": 2.0}
     said = untrained_message([judged, judged], "runs/x")
@@ -79,9 +93,12 @@ def test_the_end_of_a_run_says_when_nothing_was_trained():
     assert untrained_message([judged, {**judged, "update_steps": 1}], "runs/x") is None
 
 
-def test_debate_judged_by_the_tiny_model_fits_and_says_it_trained_nothing(tmp_path, capsys):
+def test_debate_written_by_the_tiny_judge_fits_and_says_it_trained_nothing(tmp_path, capsys):
     args = ["run", "--game", "debate", "--reward", "judge+quality", "--iterations", "1"]
     args += ["--matches", "2", "--set", "threads=1", "--out", str(tmp_path), "--name", "d"]
+    # debate's judges choose their verdicts by default; written, the tiny model's are unreadable
+    args += ["--set", "reward_options.judge.answer=write"]
+    args += ["--set", "reward_options.quality.answer=write"]
     threads = torch.get_num_threads()
     try:
         assert main(args) == 0
@@ -90,5 +107,6 @@ def test_debate_judged_by_the_tiny_model_fits_and_says_it_trained_nothing(tmp_pa
     said = " ".join(capsys.readouterr().err.split())
     assert "judging with judge_pairwise_compact" in said
     assert "0 samples trained: every judge answer was unreadable" in said
+    assert "(reward_options.NAME.answer=choose)" in said
     assert main(["show", str(tmp_path / "d"), "--unreadable", "--all"]) == 0
     assert "judge on the match (unreadable)" in capsys.readouterr().out

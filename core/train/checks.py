@@ -78,8 +78,10 @@ def unscored_message(iteration: int, streak: int, reward: Any) -> str:
             reasons.append(
                 f"{int(unreadable)} of {int(asked)} {term} answers were unreadable "
                 f"(reward/{term}/unparsable): that judge model does not answer in the form "
-                f'"Score: N" — judge with a larger model (reward_options.{term}.model, e.g. '
-                "--model smollm2-135m with model=learner) or use another reward"
+                f'"Score: N" — let it choose its verdict line instead of writing it '
+                f"(--set reward_options.{term}.answer=choose), judge with a larger model "
+                f"(reward_options.{term}.model, e.g. --model smollm2-135m with model=learner) "
+                "or use another reward"
             )
     why = "; ".join(reasons) or "every reward gave None (does not apply) to every learner turn"
     return (
@@ -108,7 +110,8 @@ def untrained_message(rows: Sequence[dict[str, Any]], folder: Any) -> str | None
         return (
             f"0 samples trained: every judge answer was unreadable ({counts}) — see "
             f"{show[:-1]} --unreadable`. A judge model must answer in the asked form "
-            '("Score: N"); the tiny model cannot: judge with a larger one.'
+            '("Score: N"); the tiny model cannot: let the judge choose its verdict line '
+            "(reward_options.NAME.answer=choose) or judge with a larger model."
         )
     if cause := _nothing_kept(rows):
         return f"0 samples trained: {cause} — see {show}."
