@@ -29,6 +29,7 @@ not the bias of a trained reward model.
 
     python benchmarks/judge_probe.py --model tiny       # [--judge-tokens 64] [--threads 1]
     python benchmarks/judge_probe.py --model smollm2-135m --threads 1
+    python benchmarks/judge_probe.py --model smollm2-135m --answer choose   # verdicts chosen
 """
 
 from __future__ import annotations
@@ -117,11 +118,11 @@ class Remembering(Policy):
         self.inner, self.name, self.seen = inner, inner.name, {}
 
     def act(self, requests: Sequence[Request], *, greedy: bool = False) -> list[Completion]:
-        keys = [r.messages[-1].content for r in requests]
-        fresh = [r for r, k in zip(requests, keys, strict=True) if k not in self.seen]
-        unique = list({r.messages[-1].content: r for r in fresh}.values())
-        for request, done in zip(unique, self.inner.act(unique, greedy=greedy), strict=True):
-            self.seen[request.messages[-1].content] = done
+        keys = [(r.messages[-1].content, r.menu) for r in requests]
+        fresh = {k: r for r, k in zip(requests, keys, strict=True) if k not in self.seen}
+        unique = list(fresh.values())
+        for key, done in zip(fresh, self.inner.act(unique, greedy=greedy), strict=True):
+            self.seen[key] = done
         return [self.seen[k] for k in keys]
 
 
@@ -229,8 +230,10 @@ def saved_classifier(learner: Any, folder: str) -> str:
     return folder
 
 
-def rewards(guarded: bool, classifier: str, tokens: int) -> list[tuple[str, Reward, int, Callable]]:
-    extra: dict[str, Any] = {"max_new_tokens": tokens}
+def rewards(
+    guarded: bool, classifier: str, tokens: int, answer: str = "write"
+) -> list[tuple[str, Reward, int, Callable]]:
+    extra: dict[str, Any] = {"max_new_tokens": tokens, "answer": answer}
     if guarded:
         extra.update(GUARDS, length_free=GUARDS_FREE)
     strip = {"strip_self_assessment": True} if guarded else {}
@@ -249,6 +252,12 @@ def main() -> None:
     parser.add_argument("--model", default="tiny", help="the judge model: tiny or smollm2-135m")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--judge-tokens", type=int, default=64, help="tokens a judge may write")
+    parser.add_argument(
+        "--answer",
+        choices=["write", "choose"],
+        default="write",
+        help="judges write their reply, or choose the likeliest verdict line (answer=choose)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = build_config(flags={"model": args.model, "seed": 0})
@@ -262,7 +271,7 @@ def main() -> None:
         return cached[key]
 
     found = items()
-    print(f"judge model: {args.model}; items: {len(found)}")
+    print(f"judge model: {args.model}; judges {args.answer} their verdicts; items: {len(found)}")
     with tempfile.TemporaryDirectory() as folder:
         classifier = saved_classifier(learner, folder)
         print(
@@ -271,7 +280,8 @@ def main() -> None:
         )
         print("|---|---|---|---:|---:|---:|---:|---:|---:|")  # fmt: skip
         for guarded in (False, True):
-            for label, reward, top, measure in rewards(guarded, classifier, args.judge_tokens):
+            judges = rewards(guarded, classifier, args.judge_tokens, args.answer)
+            for label, reward, top, measure in judges:
                 reward.bind(RewardContext(game=Carrier(), policy=policy))
                 for probe, columns in measure(reward, found, top).items():
                     guards = "on" if guarded else "off"
