@@ -27,13 +27,12 @@ SHIPPED = (
 PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes", "suites")
 # core's rooms, lowest first: a room imports only rooms below it (and itself)
 CORE_FLOORS = {
-    "config": 0, "top": 0, "algorithms": 1, "models": 1, "serving": 2, "league": 2, "train": 3,
-    "run": 4, "commands": 5,
+    "config": 0, "top": 0, "machine": 0, "algorithms": 1, "models": 1, "serving": 2, "league": 2,
+    "train": 3, "plan": 4, "run": 5, "commands": 6,
 }  # fmt: skip
-# what the top of core/ holds: what the iteration and the run both use, nothing that overflowed
-CORE_TOP = {
-    "rollout", "evaluate", "stats", "reward_pipeline", "processes", "memory", "metrics_row",
-}  # fmt: skip
+# what the top of core/ holds: what rooms on several floors use (the rollout engine, the reward
+# pipeline, episode statistics, evaluation against scripted players), nothing that overflowed
+CORE_TOP = {"rollout", "evaluate", "stats", "reward_pipeline"}
 
 
 def modules() -> list[Path]:

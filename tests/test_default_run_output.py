@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from selfplay.core.commands.cli import main
-from selfplay.core.run.hardware import quiet_libraries
+from selfplay.core.machine.hardware import quiet_libraries
 from selfplay.core.run.plots import before_after, read_run
 
 ROOT = Path(__file__).resolve().parents[1]

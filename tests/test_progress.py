@@ -220,7 +220,7 @@ def test_the_closing_line_is_said_once():
 
 
 def test_the_header_names_each_learner_and_its_model():
-    from selfplay.core.run.config_loader import build_config, learner_flags
+    from selfplay.core.plan.config_loader import build_config, learner_flags
 
     learners = learner_flags(["player_0", "player_1=tiny"])
     sizes = ["learners.player_1.model_options={layers: 2}"]

@@ -16,9 +16,9 @@ import torch
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
-from selfplay.core.run.episode_log import write_episodes
+from selfplay.core.run.folder.episode_log import write_episodes
+from selfplay.core.run.folder.run_folder import config_text
 from selfplay.core.run.plots import write_plots
-from selfplay.core.run.run_folder import config_text
 
 pytest.importorskip("matplotlib")
 

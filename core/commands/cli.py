@@ -32,7 +32,7 @@ from selfplay.core.commands.report import add_report_arguments, cmd_report
 from selfplay.core.commands.serve import add_serve_arguments, cmd_serve
 from selfplay.core.commands.show import add_show_arguments, cmd_show
 from selfplay.core.commands.suites import add_suite_arguments
-from selfplay.core.memory import OutOfMemory, stated
+from selfplay.core.machine.memory import OutOfMemory, stated
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NONFINITE, EXIT_CHECKPOINT = 0, 1, 2, 3, 4
 EXIT_ROLLOUT, EXIT_MEMORY, EXIT_INTERRUPTED = 5, 6, 130
@@ -54,8 +54,8 @@ RUN_FLAGS = (
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from selfplay.core.run.config_loader import build_config
-    from selfplay.core.run.run_folder import resume_config
+    from selfplay.core.plan.config_loader import build_config
+    from selfplay.core.run.folder.run_folder import resume_config
     from selfplay.core.run.trainer import train
 
     flags = {key: getattr(args, key) for key in RUN_FLAGS}
@@ -95,7 +95,7 @@ def _shorthand(args: argparse.Namespace) -> dict[str, object]:
     if args.rollout_workers is not None:
         sections["rollout"] = {"workers": args.rollout_workers}
     if args.learner:
-        from selfplay.core.run.config_loader import learner_flags
+        from selfplay.core.plan.config_loader import learner_flags
 
         sections["learners"] = learner_flags(args.learner)
     return sections
@@ -352,7 +352,7 @@ def _exit_code(error: Exception) -> int | None:
     """The exit code of an error we report in one line (None: a bug, shown whole); imported
     here, as their modules load torch, which `selfplay --version` and the listings never need."""
     from selfplay.api.errors import ConfigError, PluginFault
-    from selfplay.core.run.checkpoint import StorageError
+    from selfplay.core.run.folder.checkpoint import StorageError
     from selfplay.plugins.registry import PluginError, UnknownName
 
     if isinstance(error, (ConfigError, PluginError, PluginFault, UnknownName)):
@@ -360,7 +360,7 @@ def _exit_code(error: Exception) -> int | None:
     if isinstance(error, StorageError):
         return EXIT_CHECKPOINT
     from selfplay.core.serving.rollout_client import RolloutFailure
-    from selfplay.core.train.update import NonFiniteLoss
+    from selfplay.core.train.update.updater import NonFiniteLoss
 
     codes = {NonFiniteLoss: EXIT_NONFINITE, RolloutFailure: EXIT_ROLLOUT, OutOfMemory: EXIT_MEMORY}
     return next((code for kind, code in codes.items() if isinstance(error, kind)), None)

@@ -26,8 +26,8 @@ at all (the output layer sees no position, `answer_positions`).
 Which passes run is `Shape.plan`: the cheapest in padded tokens (each pass costing
 `PASS_TOKENS` more), and the row pass unless sharing costs at most `SHARE_AT_MOST` of it (the
 cache copies cost something too). The update's micro-batches are sized on the same shape
-(core/train/micro_batches.py, `TokenBudget`), which counts the prompt once and each row's copy of
-the cache.
+(core/train/update/micro_batches.py, `TokenBudget`), which counts the prompt once and each row's
+copy of the cache.
 
 `can_share` says where it cannot apply, and the row pass runs instead: a model whose forward
 takes no ``position_ids`` or cache (or that cannot be unwrapped to a Hugging Face model to

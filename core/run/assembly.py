@@ -29,10 +29,11 @@ from selfplay.core.league.keep_best import check_keep_best
 from selfplay.core.league.league import League
 from selfplay.core.league.seating import Seats
 from selfplay.core.league.snapshots import snapshot_store
+from selfplay.core.machine.hardware import thread_split
+from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.processes import Processes
-from selfplay.core.run.build import (
+from selfplay.core.plan.build import (
     build_callbacks,
     build_game,
     build_reward,
@@ -40,9 +41,8 @@ from selfplay.core.run.build import (
     check_players,
     train_settings,
 )
-from selfplay.core.run.hardware import thread_split
+from selfplay.core.plan.recipes import reads
 from selfplay.core.run.model_setup import build_learners, check_learner_judges, prepare_learner
-from selfplay.core.run.recipes import reads
 from selfplay.core.serving.backend import Backend, served_backend
 from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.state import RunState

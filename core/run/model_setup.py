@@ -23,19 +23,19 @@ from selfplay.api.sampler import LEARNER, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import NAME, RESERVED, learner_config, learner_roles
+from selfplay.core.machine.hardware import gradient_clipper
+from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
-from selfplay.core.processes import Processes
-from selfplay.core.run.build import bound_objective, build_estimator, train_settings
-from selfplay.core.run.hardware import gradient_clipper
+from selfplay.core.plan.build import bound_objective, build_estimator, train_settings
 from selfplay.core.run.progress import Ticker
-from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.learners import Learner
-from selfplay.core.train.micro_batches import DROPOUT_SETTINGS, TokenBudget
-from selfplay.core.train.reference import Reference
 from selfplay.core.train.search_targets import SearchTargets
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.averaging import WeightAverage
+from selfplay.core.train.update.micro_batches import DROPOUT_SETTINGS, TokenBudget
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 
 
 def build_learners(config: RunConfig, game: Game) -> list[Learner]:

@@ -223,7 +223,7 @@ class RunDisplay:
             f"iterations={c.iterations} -> {self.folder.path}"
         )
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.recipes import recipe_line, recipe_notes
+        from selfplay.core.plan.recipes import recipe_line, recipe_notes
 
         if getattr(c, "learners", None):
             self.console.print(escape(learners_line(c)))

@@ -16,7 +16,7 @@ Micro-batches bound the memory of a step: a minibatch is scored and back-propaga
 at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared prompt
 counted once and each row's copy of its cache at its share of a token; by default bytes, from
 the model's width, depth, heads and vocabulary, answer logits included, by `TokenBudget`; or
-``train.micro_batch_size`` items; core/train/micro_batches.py, where the preamble the
+``train.micro_batch_size`` items; core/train/update/micro_batches.py, where the preamble the
 micro-batches share is also held for the step and run once), each loss weighted by its share of
 the minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass of a
@@ -40,8 +40,8 @@ from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
 from selfplay.core.models.prefix_scoring import can_share, score_shared
 from selfplay.core.models.scoring import score
-from selfplay.core.train.averaging import WeightAverage
-from selfplay.core.train.micro_batches import (
+from selfplay.core.train.update.averaging import WeightAverage
+from selfplay.core.train.update.micro_batches import (
     HeldPreamble,
     StepPreambles,
     TokenBudget,
@@ -51,7 +51,7 @@ from selfplay.core.train.micro_batches import (
     hold,
     pack_by_tokens,
 )
-from selfplay.core.train.reference import Reference
+from selfplay.core.train.update.reference import Reference
 
 
 @dataclass
@@ -135,7 +135,7 @@ class Updater:
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
     # before the first backward pass of a step of several, and after each but the last:
-    # hands freed memory back, and large blocks too from then on (core/memory.py)
+    # hands freed memory back, and large blocks too from then on (core/machine/memory.py)
     release: Callable[[], None] | None = None
     # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
     share_prefixes: bool = True

@@ -27,8 +27,8 @@ from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, served
 from selfplay.core.config.sections import MOVED, moved_key
-from selfplay.core.run.build import build_objective, check_stale, describe_reads, reward_expression
-from selfplay.core.run.config_loader import explain
+from selfplay.core.plan.build import build_objective, check_stale, describe_reads, reward_expression
+from selfplay.core.plan.config_loader import explain
 from selfplay.plugins.manager import registries
 
 # config keys whose effect belongs to an objective's setting -> the `Objective.reads` name that
