@@ -16,9 +16,9 @@ import pytest
 from selfplay.api.errors import ConfigError
 from selfplay.api.recipe import Recipe
 from selfplay.core.config import RunConfig
-from selfplay.core.plan.build import bound_objective
 from selfplay.core.plan.config_loader import build_config
 from selfplay.core.plan.recipes import applied, recipe_notes, resolve
+from selfplay.core.plan.train_settings import bound_objective
 from selfplay.plugins.manager import registries
 from selfplay.plugins.registry import Entry, UnknownName
 

@@ -39,7 +39,8 @@ from selfplay.core.models.served.policy import (
     load_adapter,
     unload_adapter,
 )
-from selfplay.core.plan.build import build_learner, build_sampler, check_players
+from selfplay.core.plan.build import build_learner, build_sampler
+from selfplay.core.plan.checks import check_players
 from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
 from selfplay.core.run.folder import checkpoint

@@ -16,7 +16,7 @@ from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.commands.serve import Server
 from selfplay.core.models.served.policy import ServedError, ServedPolicy
-from selfplay.core.plan.build import check_players
+from selfplay.core.plan.checks import check_players
 from selfplay.core.plan.config_loader import build_config
 from selfplay.games.tictactoe import TicTacToe
 

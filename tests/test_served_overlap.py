@@ -294,7 +294,7 @@ def test_a_learner_that_updates_every_other_iteration_ages_in_its_own_versions(t
 
 def test_an_objective_that_does_not_say_how_it_treats_stale_samples_is_refused():
     from selfplay.api.objective import Objective
-    from selfplay.core.plan.build import check_stale
+    from selfplay.core.plan.checks import check_stale
 
     class Plain(Objective):
         name = "plain"

@@ -38,11 +38,11 @@ from selfplay.core.plan.build import (
     build_game,
     build_reward,
     build_sampler,
-    check_players,
-    train_settings,
 )
-from selfplay.core.plan.recipes import reads
-from selfplay.core.run.model_setup import build_learners, check_learner_judges, prepare_learner
+from selfplay.core.plan.checks import check_learner_judges, check_players
+from selfplay.core.plan.ownership import reads
+from selfplay.core.plan.train_settings import train_settings
+from selfplay.core.run.model_setup import build_learners, prepare_learner
 from selfplay.core.serving.backend import Backend, served_backend
 from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.state import RunState
