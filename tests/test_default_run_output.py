@@ -17,7 +17,8 @@ from rich.console import Console
 
 from selfplay.core.commands.cli import main
 from selfplay.core.machine.hardware import quiet_libraries
-from selfplay.core.run.plots import before_after, read_run
+from selfplay.core.run.folder.run_data import read_run
+from selfplay.core.run.plots import before_after
 
 ROOT = Path(__file__).resolve().parents[1]
 

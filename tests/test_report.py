@@ -168,6 +168,7 @@ def learners_run(folder: Path) -> None:
 
 def test_a_report_of_several_learners_draws_each_ones_update(two_runs):
     from selfplay.core.run import plots
+    from selfplay.core.run.folder.run_data import read_run
 
     folder = two_runs[0]
     learners_run(folder)
@@ -179,7 +180,7 @@ def test_a_report_of_several_learners_draws_each_ones_update(two_runs):
     panels = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plots, "_figure", lambda runs, title, drawn: panels.update(drawn) or None)
-        run = plots.read_run(folder)
+        run = read_run(folder)
         plots.training([run])
         assert panels["entropy"](ax, run) == 2 and labels == ["player_0", "player_1"]
         plots.win_rates([run])

@@ -61,7 +61,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(folders: list[Path], out: Path) -> Path:
-    from selfplay.core.run.plots import figures, read_run
+    from selfplay.core.run.folder.run_data import read_run
+    from selfplay.core.run.plots import figures
 
     labels, out = _labels(folders), _out_file(Path(out))
     runs = [read_run(folder, label) for folder, label in zip(folders, labels, strict=True)]

@@ -2,7 +2,7 @@
 
     build the parts by name (core/plan/build.py) -> the run folder
     -> set the learner up: adapters, device, cold start, optimiser, reference (model_setup.py)
-    -> resume from the newest checkpoint (resume.py), or start the league
+    -> resume from the newest checkpoint (folder/resume.py), or start the league
     -> each iteration (core/train/loop.py), then the hooks: the run's own duties first
        (core/run/duties/: the episode log, evaluations, the metrics row, the display, the
        weight average's hand-over, checkpoints, plots), then the users' callbacks
@@ -36,11 +36,12 @@ from selfplay.core.machine.processes import Processes
 from selfplay.core.plan.recipes import resolve
 from selfplay.core.run import faults
 from selfplay.core.run.assembly import Assembly, Parts
+from selfplay.core.run.display import RunDisplay
 from selfplay.core.run.duties.duty import TrainResult
 from selfplay.core.run.duties.roster import run_duties
 from selfplay.core.run.folder import resume
 from selfplay.core.run.folder.run_folder import open_run_folder, resumed_settings
-from selfplay.core.run.progress import Phase, RunDisplay
+from selfplay.core.run.progress import Phase
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.serving.backend import Backend, check_rollout_servers
 from selfplay.core.train.loop import Iteration
