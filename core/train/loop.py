@@ -54,7 +54,7 @@ class Trained:
     """One learner's share of the iteration's metrics (``prefix``: its name, with several)."""
 
     prefix: str
-    stats: Any  # the updater's statistics (core/train/update/updater.py)
+    stats: Any  # the updater's statistics (core/train/update/stats.py)
     schedule: dict[str, float]
     objective: dict[str, float]
     search: dict[str, float]
