@@ -31,14 +31,14 @@ def tictactoe_run(tmp_path_factory):
     args += ["--set", "eval.matches=2", "--out", str(out), "--name", "t"]
     stderr = io.StringIO()
     console = Console(file=stderr, width=200, color_system=None)
-    from selfplay.core.commands import cli
+    from selfplay.core.commands import run as command
 
-    original = cli.Console
-    cli.Console = lambda stderr=False, **kw: console if stderr else original(**kw)
+    original = command.Console
+    command.Console = lambda stderr=False, **kw: console if stderr else original(**kw)
     try:
         assert main(args) == 0
     finally:
-        cli.Console = original
+        command.Console = original
     return out / "t", stderr.getvalue()
 
 
