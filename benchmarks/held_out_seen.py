@@ -22,7 +22,7 @@ from pathlib import Path
 
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.evaluate import task_verdicts
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 
 
 def seen_problems(folder: Path) -> set[str]:

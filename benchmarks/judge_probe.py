@@ -49,8 +49,8 @@ from selfplay.api.policy import Policy, Request
 from selfplay.api.reward import Reward, RewardContext
 from selfplay.api.types import Completion, Episode, Message, Turn
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.run.build import build_learner
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_learner
+from selfplay.core.plan.config_loader import build_config
 from selfplay.games.banks import load_bank
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.quality import Quality

@@ -26,7 +26,7 @@ import torch
 from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_learner
+from selfplay.core.plan.build import build_learner
 from selfplay.games.kuhn_poker import CARDS, KuhnPoker, legal_moves
 
 VARIANTS = ("as-is", "prefill[", "ask", "ask+prefill[")

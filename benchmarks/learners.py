@@ -70,7 +70,7 @@ def seat_rates(folder: Path, learner: str | None, role: str, matches: int) -> di
     """Greedy non-loss and win rates of a run's policy in ``role`` against each scripted player."""
     from selfplay.core.commands.play import load_checkpoint_policy
     from selfplay.core.evaluate import evaluate
-    from selfplay.core.run.build import build_game
+    from selfplay.core.plan.build import build_game
 
     loaded = load_checkpoint_policy(folder, learner)
     game = build_game(loaded.config)

@@ -27,9 +27,9 @@ import torch
 
 from selfplay.api.policy import ScriptedPolicy
 from selfplay.core.evaluate import evaluate
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.run.recipes import resolve
-from selfplay.core.run.run_folder import resume_config
+from selfplay.core.plan.config_loader import build_config
+from selfplay.core.plan.recipes import resolve
+from selfplay.core.run.folder.run_folder import resume_config
 from selfplay.core.run.trainer import train
 from selfplay.plugins.manager import registries
 

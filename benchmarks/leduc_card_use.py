@@ -166,8 +166,8 @@ def checkpoint_table(run: Path, reference: bool = False, view: str | None = None
     its policy's, or its KL reference's; ``view`` where the run's config names none."""
     from selfplay.api.errors import ConfigError
     from selfplay.core.commands.play import load_checkpoint_policy
-    from selfplay.core.run.build import build_game
-    from selfplay.core.run.checkpoint import CheckpointError
+    from selfplay.core.plan.build import build_game
+    from selfplay.core.run.folder.checkpoint import CheckpointError
 
     try:
         loaded = load_checkpoint_policy(run, None)

@@ -110,10 +110,10 @@ def make_samples(n: int, vocab: int, prompt: int, answer: int) -> list[Any]:
 
 def measure_update(args: argparse.Namespace) -> dict[str, Any]:
     """One update in this process; the peak memory it added, in MB."""
-    import selfplay.core.train.update as update_module
+    import selfplay.core.train.update.updater as update_module
     from selfplay.api.objective import IterationData, TrainSettings
     from selfplay.core.algorithms.pg import PolicyGradient
-    from selfplay.core.train.reference import Reference
+    from selfplay.core.train.update.reference import Reference
 
     torch.set_num_threads(args.threads)
     if args.scoring == "full":
@@ -254,10 +254,10 @@ def pass_peaks(args: argparse.Namespace) -> None:
     per backward pass with its rows and longest row, the resident set and glibc's free heap
     before it (``resident_mb``, ``free_heap_mb``), and the peak during it (``VmHWM``, reset as
     the pass starts). The whole run's peak is ``run``'s (the peak is reset here)."""
-    from selfplay.core import memory
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.machine import memory
+    from selfplay.core.plan.config_loader import build_config
     from selfplay.core.run.trainer import train
-    from selfplay.core.train import update
+    from selfplay.core.train.update import updater as update
 
     glibc = memory._glibc()
     loss, step = update.Updater._loss, update.Updater._step

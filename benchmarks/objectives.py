@@ -42,9 +42,9 @@ def cold_started(seed: int, out: Path, extra: list[str]) -> Path:
         return folder
     import torch
 
-    from selfplay.core.run.build import build_game, build_learner
-    from selfplay.core.run.config_loader import build_config
-    from selfplay.core.run.recipes import resolve
+    from selfplay.core.plan.build import build_game, build_learner
+    from selfplay.core.plan.config_loader import build_config
+    from selfplay.core.plan.recipes import resolve
     from selfplay.core.train.cold_start import warm_up
 
     torch.set_num_threads(1)
@@ -106,7 +106,7 @@ def _before(folder: Path) -> float:
     """The held-out accuracy of the cold-started model: the first row's value, when logged."""
     import torch
 
-    from selfplay.core.run.checkpoint import latest
+    from selfplay.core.run.folder.checkpoint import latest
 
     path = latest(folder)
     if path is None:

@@ -51,7 +51,7 @@ def trained(game: str, seed: int, args: argparse.Namespace) -> list[dict[str, st
     name = f"{game.replace(':', '-')}-{seed}"
     folder = args.out / name
     if not (folder / "summary.json").exists():
-        from selfplay.core.run.config_loader import build_config
+        from selfplay.core.plan.config_loader import build_config
         from selfplay.core.run.trainer import train
 
         flags = {"game": game, "iterations": args.iterations, "matches": 128, "seed": seed}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 
 COMMON = [

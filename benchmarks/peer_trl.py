@@ -128,7 +128,7 @@ def build_model(folder: Path, seed: int) -> None:
 
 def run_ours(args: argparse.Namespace) -> dict[str, Any]:
     from selfplay.api.game import Game, GameState
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.config_loader import build_config
     from selfplay.core.run.trainer import train
     from selfplay.plugins.manager import registries
 

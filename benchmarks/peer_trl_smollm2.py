@@ -100,7 +100,7 @@ def export_model(folder: Path) -> None:
 def run_ours(args: argparse.Namespace) -> dict[str, Any]:
     from selfplay.api.game import Game, GameState
     from selfplay.api.types import Message
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.config_loader import build_config
     from selfplay.core.run.trainer import train
     from selfplay.plugins.manager import registries
 

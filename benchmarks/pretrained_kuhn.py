@@ -29,7 +29,7 @@ import torch
 from selfplay.core.commands.play import load_checkpoint_policy, run_config
 from selfplay.core.evaluate import eval_seed, evaluate, task_metrics
 from selfplay.core.models.policy_table import policy_table
-from selfplay.core.run.build import build_game, build_learner
+from selfplay.core.plan.build import build_game, build_learner
 from selfplay.games.math_solver import MathSolver
 
 

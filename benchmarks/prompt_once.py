@@ -40,14 +40,14 @@ from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.api.policy import Request
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.config import LoraConfig
-from selfplay.core.memory import Heap
+from selfplay.core.machine.memory import Heap
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.models.policy_table import legal_answers, score_answers
 from selfplay.core.models.smollm2 import load_smollm2_policy
-from selfplay.core.train.micro_batches import TokenBudget
-from selfplay.core.train.reference import Reference
 from selfplay.core.train.samples import answer_encoder
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.micro_batches import TokenBudget
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 from selfplay.games.tictactoe import TicTacToe
 
 MB = 1 << 20

@@ -38,11 +38,11 @@ from transformers import DynamicCache
 
 from selfplay.api.game import InvalidMoveRules
 from selfplay.api.types import Episode
+from selfplay.core.machine.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.core.models import hf_policy
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.rollout import play
-from selfplay.core.run.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -22,9 +22,9 @@ import torch
 
 from selfplay.api.reward import RewardContext
 from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.plan.build import build_game, build_learner, build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.build import build_game, build_learner, build_reward
-from selfplay.core.run.config_loader import build_config
 
 
 def judged(args: argparse.Namespace) -> list[tuple[float | None, float]]:

@@ -51,7 +51,7 @@ MODES = {
 
 def child(args: argparse.Namespace) -> None:
     """Train once and print the closing table as JSON (a child process)."""
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.config_loader import build_config
     from selfplay.core.run.trainer import train
 
     flags = {"seed": args.seed, "out": Path(args.out), "name": args.name}

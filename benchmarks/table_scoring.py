@@ -21,8 +21,8 @@ from selfplay.api.policy import Request
 from selfplay.core.config import RunConfig
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.policy_table import score_answers
-from selfplay.core.run.build import build_game
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_game
+from selfplay.core.plan.config_loader import build_config
 
 
 def main() -> None:

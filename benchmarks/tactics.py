@@ -34,7 +34,7 @@ import torch
 
 from selfplay.api.policy import Request
 from selfplay.core.commands.play import load_checkpoint_policy
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.core.train.cold_start import build_examples, collate, target_loss
 from selfplay.games.tictactoe import LINES, TicTacToeState, winner
 

@@ -29,7 +29,7 @@ def measure(steps: int) -> dict[str, float]:
     import peer_trl  # the race's task and model, from beside this file
     import torch
 
-    from selfplay.core.train import update
+    from selfplay.core.train.update import updater as update
 
     spent = {"update": 0.0, "backward": 0.0}
 

@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_trl  # the race's task and model, from beside this file
 
 from selfplay.core.models import scoring
-from selfplay.core.run import run_folder
+from selfplay.core.run.folder import run_folder
 from selfplay.core.train import loop
-from selfplay.core.train import update as update_module
+from selfplay.core.train.update import updater as update_module
 
 CLOCKS: Counter[str] = Counter()
 CLOCK = [time.perf_counter]  # time.thread_time under --cpu
@@ -80,7 +80,8 @@ def profile_one_update(calls: list[int]) -> None:
 
 def time_the_iteration() -> None:
     """``--all``: the matches, the iteration's bookkeeping and the run's work after it."""
-    from selfplay.core import memory, reward_pipeline, rollout
+    from selfplay.core import reward_pipeline, rollout
+    from selfplay.core.machine import memory
     from selfplay.core.models import hf_policy, sampling
     from selfplay.core.run.duties import records
     from selfplay.core.train import rollouts

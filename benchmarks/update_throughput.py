@@ -1,8 +1,8 @@
 """Update-step throughput: our policy-gradient update vs a raw PyTorch training step.
 
 Both process the same token batch (tic-tac-toe-shaped samples: a ~44-token prompt and a
-4-token answer) on the same `tiny` model: ours through `core/train/update.py`'s Updater (scoring,
-clipped policy-gradient loss, entropy, gradient clipping, AdamW); the raw one is
+4-token answer) on the same `tiny` model: ours through `core/train/update/updater.py`'s Updater
+(scoring, clipped policy-gradient loss, entropy, gradient clipping, AdamW); the raw one is
 forward + cross-entropy on the answer tokens + backward + AdamW. Tokens/s counts every token
 forwarded (prompt and answer). Prints the ratio last; the target is >= 0.85.
 
@@ -25,10 +25,10 @@ import torch.nn.functional as F
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
+from selfplay.core.machine.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.core.models.scoring import pack
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.run.hardware import cpu_bf16_message, cpu_has_bf16_units
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.updater import Updater
 
 
 def make_samples(n: int, seed: int = 0) -> list[Sample]:

@@ -33,7 +33,7 @@ from selfplay.core.models.policy_table import legal_answers, policy_table, score
 from selfplay.core.models.scoring import eos_id
 from selfplay.core.models.served.policy import ServedPolicy
 from selfplay.core.models.served.table import served_table
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.core.serving.rollout_client import Worker, Workers
 
 

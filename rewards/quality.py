@@ -14,7 +14,8 @@ from pydantic import Field
 
 from selfplay.api.reward import Reward
 from selfplay.plugins.hookspecs import hookimpl
-from selfplay.rewards.judge import Judge, JudgeModelOptions
+from selfplay.rewards.judge import Judge
+from selfplay.rewards.judge_options import JudgeModelOptions
 
 QUALITY_SCALE = 7
 

@@ -7,9 +7,13 @@ games/, rewards/, verifiers/, opponents/, monitors/, recipes/, suites/
             never import core/; games/ never imports opponents/ (shared rules such as the
             band live in api/)
 core/       builds plug-ins by name from the registries; inside it, floors lowest first:
-            the top (config schema, rollout, evaluation, stats, reward pipeline) <
-            algorithms/, models/ < serving/ < train/ (the iteration) < run/ (the run) <
-            commands/
+            config/ (the schema), machine/ (Fabric, processes, memory) and the top (rollout,
+            reward pipeline, stats, evaluation) < algorithms/, models/ < serving/, league/ <
+            train/ (the iteration) < plan/ (the run planned from its config) < run/ (the
+            run) < commands/
+
+A module holds at most 380 lines and a folder at most 14 modules, short of the limits of 400
+and 15 that they once reached: one that grows is split by what varies before it gets there.
 """
 
 from __future__ import annotations
@@ -27,13 +31,21 @@ SHIPPED = (
 PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes", "suites")
 # core's rooms, lowest first: a room imports only rooms below it (and itself)
 CORE_FLOORS = {
-    "config": 0, "top": 0, "algorithms": 1, "models": 1, "serving": 2, "league": 2, "train": 3,
-    "run": 4, "commands": 5,
+    "config": 0, "top": 0, "machine": 0, "algorithms": 1, "models": 1, "serving": 2, "league": 2,
+    "train": 3, "plan": 4, "run": 5, "commands": 6,
 }  # fmt: skip
-# what the top of core/ holds: what the iteration and the run both use, nothing that overflowed
-CORE_TOP = {
-    "rollout", "evaluate", "stats", "reward_pipeline", "processes", "memory", "metrics_row",
-}  # fmt: skip
+# what the top of core/ holds: what rooms on several floors use (the rollout engine, the reward
+# pipeline, episode statistics, evaluation against scripted players), nothing that overflowed
+CORE_TOP = {"rollout", "evaluate", "stats", "reward_pipeline"}
+
+
+MAX_LINES, MAX_MODULES = 380, 14
+# Above those, and why they wait: plug-ins import the contracts by module (`selfplay.api.game`),
+# so api/ keeps its 15 modules, and api/game.py its Game, until a split can keep their paths;
+# Kuhn poker's exact values would make games/ a 15th module, which waits for games/ to be
+# split into sub-rooms. Each may shrink, never grow.
+OVER_LINES = {"api/game.py": 395, "games/kuhn_poker.py": 389}
+OVER_MODULES = {"api": 15}
 
 
 def modules() -> list[Path]:
@@ -116,19 +128,22 @@ def test_the_top_of_core_holds_only_what_both_rooms_use():
     assert rooms == set(CORE_FLOORS) - {"top"}
 
 
-def test_modules_are_small_without_formatter_escapes_and_folders_hold_at_most_fifteen():
+def test_modules_are_small_without_formatter_escapes_and_folders_hold_at_most_fourteen():
     for path in modules():
         text = path.read_text()
-        lines = len(text.splitlines())
-        assert lines <= 400, f"{path.relative_to(ROOT)} has {lines} lines (at most 400)"
+        lines, name = len(text.splitlines()), str(path.relative_to(ROOT))
+        most = OVER_LINES.get(name, MAX_LINES)
+        assert lines <= most, f"{name} has {lines} lines (at most {most}): split it by concept"
         escapes = [m for m in ("fmt: skip", "fmt: off") if m in text]
-        assert not escapes, f"{path.relative_to(ROOT)} escapes the formatter ({escapes[0]})"
+        assert not escapes, f"{name} escapes the formatter ({escapes[0]})"
     folders = {path.parent for path in modules()}
     for folder in folders:
         count = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
-        assert count <= 15, (
-            f"{folder.relative_to(ROOT)} holds {count} modules (at most 15): split it by what "
-            "varies into a named sub-room (as core/run/duties/), rather than merging modules"
+        name = str(folder.relative_to(ROOT))
+        most = OVER_MODULES.get(name, MAX_MODULES)
+        assert count <= most, (
+            f"{name} holds {count} modules (at most {most}): split it by what varies into a "
+            "named sub-room (as core/run/duties/), rather than merging modules"
         )
 
 

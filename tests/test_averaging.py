@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from selfplay.core.commands.cli import main
-from selfplay.core.train.averaging import WeightAverage
+from selfplay.core.train.update.averaging import WeightAverage
 
 
 def test_the_average_folds_in_each_update_swaps_in_and_back_and_skips_frozen_weights():
@@ -81,7 +81,7 @@ def test_the_last_checkpoint_holds_the_average_and_a_resumed_run_keeps_it(tmp_pa
 
 def test_a_decay_of_one_is_refused():
     from selfplay.api.errors import ConfigError
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.config_loader import build_config
 
     with pytest.raises(ConfigError, match="weight_average"):
         build_config(overrides=["train.weight_average=1"])

@@ -10,8 +10,8 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.policy import ScriptedPolicy
 from selfplay.api.types import Completion, Message
 from selfplay.core.config import BranchConfig
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.train.branching import is_branch, play_branches, replay
 from selfplay.games.kuhn_poker import KuhnPoker

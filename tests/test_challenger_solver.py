@@ -11,9 +11,9 @@ from selfplay.api.reward import RewardContext
 from selfplay.api.types import Completion, Episode
 from selfplay.core.algorithms.lsp import LSP
 from selfplay.core.commands.cli import main
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.samples import episode_samples
 from selfplay.games.challenger_solver import ChallengerSolver
 from selfplay.games.text_game import load_bank

@@ -7,8 +7,8 @@ import pytest
 from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_game, build_sampler
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_game, build_sampler
+from selfplay.core.plan.config_loader import build_config
 
 
 def test_precedence_file_then_flags_then_set(tmp_path):
@@ -88,7 +88,7 @@ def test_fixed_opponent_needs_a_player():
 
 def test_the_rollout_section_keeps_older_checkpoints_resumable():
     """A key added later leaves the config hash alone while it holds its default."""
-    from selfplay.core.run.checkpoint import config_hash
+    from selfplay.core.run.folder.checkpoint import config_hash
 
     data = RunConfig().model_dump(mode="json")
     older = {k: v for k, v in data.items() if k not in ("rollout", "recipe")}

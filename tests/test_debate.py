@@ -10,9 +10,9 @@ import pytest
 from selfplay.api.policy import MockPolicy
 from selfplay.api.reward import RewardContext
 from selfplay.core.commands.cli import main
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
 from selfplay.games.debate import Debate
 from selfplay.games.text_game import load_bank
 from selfplay.testing import check_game

@@ -16,8 +16,9 @@ import pytest
 from rich.console import Console
 
 from selfplay.core.commands.cli import main
-from selfplay.core.run.hardware import quiet_libraries
-from selfplay.core.run.plots import before_after, read_run
+from selfplay.core.machine.hardware import quiet_libraries
+from selfplay.core.run.folder.run_data import read_run
+from selfplay.core.run.plots import before_after
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,14 +31,14 @@ def tictactoe_run(tmp_path_factory):
     args += ["--set", "eval.matches=2", "--out", str(out), "--name", "t"]
     stderr = io.StringIO()
     console = Console(file=stderr, width=200, color_system=None)
-    from selfplay.core.commands import cli
+    from selfplay.core.commands import run as command
 
-    original = cli.Console
-    cli.Console = lambda stderr=False, **kw: console if stderr else original(**kw)
+    original = command.Console
+    command.Console = lambda stderr=False, **kw: console if stderr else original(**kw)
     try:
         assert main(args) == 0
     finally:
-        cli.Console = original
+        command.Console = original
     return out / "t", stderr.getvalue()
 
 

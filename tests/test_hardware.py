@@ -15,16 +15,16 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
-from selfplay.core.models.tiny import save_tiny
-from selfplay.core.run import hardware
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.run.hardware import (
+from selfplay.core.machine import hardware
+from selfplay.core.machine.hardware import (
     build_fabric,
     cpu_has_bf16_units,
     decide_threads,
     frozen_heap,
     gradient_clipper,
 )
+from selfplay.core.models.tiny import save_tiny
+from selfplay.core.plan.config_loader import build_config
 
 
 def test_auto_accelerator_is_cuda_only_when_a_gpu_is_visible():
@@ -146,7 +146,7 @@ def test_threads_are_decided_in_one_place_and_a_busy_machine_is_named():
         for path in (ROOT / "core").rglob("*.py")
         if "set_num_threads(" in path.read_text()
     ]
-    assert callers == [Path("core/run/hardware.py")]
+    assert callers == [Path("core/machine/hardware.py")]
 
 
 def test_the_command_sets_a_passive_wait_policy_unless_the_user_chose_one(monkeypatch):

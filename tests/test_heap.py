@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from selfplay.core import memory
+from selfplay.core.machine import memory
 
 
 class FakeGlibc:

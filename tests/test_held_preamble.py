@@ -1,5 +1,5 @@
 """A step of several micro-batches runs the preamble its prompts share once, holds its cache
-and back-propagates it once (core/train/micro_batches.py): the same gradients as a row per
+and back-propagates it once (core/train/update/micro_batches.py): the same gradients as a row per
 sample and as the preamble run in each micro-batch, to 1e-5 relative."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from selfplay.core.config import LoraConfig
 from selfplay.core.models import prefix_scoring
 from selfplay.core.models.lora import apply_lora
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train import micro_batches
-from selfplay.core.train.micro_batches import TokenBudget, held_length
+from selfplay.core.train.update import micro_batches
+from selfplay.core.train.update.micro_batches import TokenBudget, held_length
 from tests.test_shared_update import gpt2, gradient_gaps, groups, legal_choices, run_update
 
 

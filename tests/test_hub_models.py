@@ -18,7 +18,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.core.models.loading import build_learner, hub_folder, is_hub_id
 from selfplay.core.models.reward_models import RewardModels
 from selfplay.core.models.tiny import save_tiny
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 
 MODEL = "test-org/tiny-chat"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -4,9 +4,9 @@ iteration as written."""
 from __future__ import annotations
 
 from selfplay.core.commands.cli import main
-from selfplay.core.run.build import check_players
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.run.recipes import resolve
+from selfplay.core.plan.checks import check_players
+from selfplay.core.plan.config_loader import build_config
+from selfplay.core.plan.recipes import resolve
 from selfplay.games.instruct import Instruct
 
 

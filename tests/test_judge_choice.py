@@ -14,8 +14,8 @@ from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.config import RunConfig
 from selfplay.core.models.policy_table import score_answers
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.run.build import build_learner
-from selfplay.core.train.reference import Reference
+from selfplay.core.plan.build import build_learner
+from selfplay.core.train.update.reference import Reference
 from selfplay.games.debate import Debate
 from selfplay.rewards.judge import Judge
 from selfplay.rewards.judge_prompts import WINNER_LINES
@@ -108,8 +108,8 @@ def test_choosing_is_refused_where_it_cannot_work(options, message):
 
 
 def test_the_debate_judges_choose_by_default_and_a_user_may_let_them_write():
-    from selfplay.core.run.build import build_reward
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.build import build_reward
+    from selfplay.core.plan.config_loader import build_config
 
     flags = {"game": "debate", "reward": "judge+quality"}
     judge, quality = (

@@ -14,8 +14,8 @@ from selfplay.api.reward import RewardContext
 from selfplay.api.tasks import TaskGame
 from selfplay.api.verifier import Verdict
 from selfplay.core.evaluate import task_metrics
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.games.judged_solver import CALIBRATION, JudgedSolver
 from selfplay.games.text_game import load_bank as load_records
 from selfplay.testing import check_game

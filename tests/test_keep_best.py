@@ -14,8 +14,8 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.league.keep_best import best_member, leader
 from selfplay.core.league.snapshots import SnapshotError, SnapshotStore
 from selfplay.core.models.lora import apply_lora
-from selfplay.core.run.build import build_learner
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_learner
+from selfplay.core.plan.config_loader import build_config
 from tests.test_loop import selfplay
 
 QUICK = [

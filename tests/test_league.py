@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from selfplay.core.commands.cli import main
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 
 HELPER = Path(__file__).parent / "helpers" / "run_selfplay.py"

@@ -17,8 +17,8 @@ from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config
-from selfplay.core.run.config_loader import build_config, learner_flags
-from selfplay.core.run.recipes import resolve
+from selfplay.core.plan.config_loader import build_config, learner_flags
+from selfplay.core.plan.recipes import resolve
 from selfplay.core.run.trainer import train
 from tests.test_loop import selfplay
 
@@ -358,7 +358,7 @@ def test_each_seat_renders_its_prompt_with_its_own_learners_tokenizer(tmp_path):
 def test_the_joint_table_takes_each_role_from_its_learner():
     from selfplay.core.models.loading import build_learner
     from selfplay.core.models.policy_table import joint_table, policy_table
-    from selfplay.core.run.build import build_game
+    from selfplay.core.plan.build import build_game
 
     config = build_config(None, {"game": "kuhn-poker"}, ["model_options={model_seed: 1}"])
     game = build_game(config)

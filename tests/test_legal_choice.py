@@ -14,8 +14,8 @@ from selfplay.core.commands.cli import main
 from selfplay.core.models.policy_table import policy_table
 from selfplay.core.models.scoring import score
 from selfplay.core.models.tiny import load_tiny_policy
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.config_loader import build_config
 from selfplay.games.kuhn_poker import KuhnPoker
 from selfplay.games.math_solver import MathSolver
 

@@ -159,7 +159,7 @@ def test_a_checkpoint_that_hashed_its_time_limit_resumes_with_a_new_one(tmp_path
     import torch
 
     from selfplay.core.commands.cli import main
-    from selfplay.core.run import checkpoint
+    from selfplay.core.run.folder import checkpoint
 
     # checkpoints written before a resume could change the limit hashed it with the settings
     real = checkpoint.config_hash
@@ -182,7 +182,7 @@ def test_a_run_written_before_a_setting_existed_resumes_and_a_changed_one_is_nam
     import yaml
 
     from selfplay.core.commands.cli import main
-    from selfplay.core.run import checkpoint, resume, run_folder
+    from selfplay.core.run.folder import checkpoint, resume, run_folder
 
     def older(settings):  # as a selfplay without pool.keep_best wrote them
         pool = {k: v for k, v in settings["pool"].items() if not k.startswith("keep_best")}

@@ -221,7 +221,7 @@ def test_gpt2_gets_its_attention_conv1d_layers_without_warnings():
 
 
 def test_the_lora_magnet_moves_its_adapters_part_way_toward_the_policy():
-    from selfplay.core.train.reference import Reference
+    from selfplay.core.train.update.reference import Reference
 
     _, model = wrapped()
     reference = Reference(model, model, lora=True, needed=True)

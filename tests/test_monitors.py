@@ -13,7 +13,7 @@ from selfplay.api.run_view import RunView
 from selfplay.api.types import Episode, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_callbacks
+from selfplay.core.plan.build import build_callbacks
 from selfplay.monitors.diversity import DiversityMonitor, distinct_n, duplicate_rate
 from selfplay.monitors.hacking_monitor import HackingMonitor, fitted_change
 from selfplay.monitors.trajectory_filter import TrajectoryFilter

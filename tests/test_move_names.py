@@ -8,7 +8,7 @@ import pytest
 
 from selfplay.api.game import OBFUSCATED, Game, InvalidAction
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.games.move_names import read_name
 
 # a look-alike of the letter k (or K) from five places of Unicode

@@ -177,8 +177,8 @@ def test_an_objective_written_before_its_settings_were_options_still_reads_them(
     ``objective_options`` or the old ``train.*`` names, the train section's old defaults
     where unset; one it does not read is refused."""
     from selfplay.api.objective import Objective
-    from selfplay.core.run.build import bound_objective
-    from selfplay.core.run.config_loader import build_config
+    from selfplay.core.plan.config_loader import build_config
+    from selfplay.core.plan.train_settings import bound_objective
     from selfplay.plugins.manager import registries
 
     class OldStyle(Objective):

@@ -176,7 +176,7 @@ def test_every_sampler_state_round_trips_through_a_checkpoint(name, tmp_path):
 
 
 def test_pull_reference_moves_the_magnet_part_way_toward_the_policy():
-    from selfplay.core.train.reference import pull_reference
+    from selfplay.core.train.update.reference import pull_reference
 
     policy, magnet = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
     with torch.no_grad():

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from selfplay.core.commands.cli import main
-from selfplay.core.memory import out_of_memory
-from selfplay.core.train import cold_start, rollouts, update
+from selfplay.core.machine.memory import out_of_memory
+from selfplay.core.train import cold_start, rollouts
+from selfplay.core.train.update import updater as update
 
 SMALL = ["--cold-start", "5", "--matches", "8", "--set", "eval.matches=2", "--set", "threads=1"]
 CPU_FAILURE = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 547444224 bytes."

@@ -12,7 +12,7 @@ from selfplay.api.game import NO_MENU, OBFUSCATED, REWORDED, Game, InvalidMoveRu
 from selfplay.api.policy import MockPolicy, ScriptedPolicy
 from selfplay.core.commands.suites import HostBench, find_suite, run_suite
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.plugins.manager import registries
 from selfplay.testing import check_game
 

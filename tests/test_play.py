@@ -16,7 +16,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.play import bracketed, load_checkpoint_policy, play_in_terminal
 from selfplay.core.models.lora import adapter_state_dict
-from selfplay.core.run.checkpoint import CheckpointError
+from selfplay.core.run.folder.checkpoint import CheckpointError
 from selfplay.games.tictactoe import TicTacToe
 
 pexpect = pytest.importorskip("pexpect")

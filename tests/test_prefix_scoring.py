@@ -9,14 +9,9 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from selfplay.core.models import prefix_scoring
-from selfplay.core.models.prefix_scoring import (
-    PLANS,
-    can_share,
-    score_menus,
-    score_shared,
-    shape_of,
-)
+from selfplay.core.models import policy_table, prefix_scoring
+from selfplay.core.models.policy_table import score_menus
+from selfplay.core.models.prefix_scoring import PLANS, can_share, score_shared, shape_of
 from selfplay.core.models.scoring import score
 from selfplay.core.models.tiny import build_tiny
 
@@ -49,7 +44,7 @@ def menus(seed: int, vocab: int):
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 @pytest.mark.parametrize("chunk_positions", [8192, 40])  # one chunk; a chunk of a prompt or two
 def test_score_menus_agrees_with_a_row_per_answer(monkeypatch, temperature, chunk_positions):
-    monkeypatch.setattr(prefix_scoring, "POSITIONS_PER_CHUNK", chunk_positions)
+    monkeypatch.setattr(policy_table, "POSITIONS_PER_CHUNK", chunk_positions)
     model, tokenizer = build_tiny(seed=0)
     model.eval()
     prompts, answers = menus(1, tokenizer.vocab_size)

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from selfplay.core.run.progress import EVERY_VARIABLE, PlainLines, RunDisplay, Ticker
+from selfplay.core.run.display import RunDisplay
+from selfplay.core.run.progress import EVERY_VARIABLE, PlainLines, Ticker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +47,7 @@ def test_an_evaluation_of_several_learners_shows_each_learners_rates():
 
 def test_the_summary_names_the_troubleshooting_guide_when_a_monitor_fired():
     text = closing_text(row(1, **{"monitor/hacking": 0.0}), row(2, **{"monitor/hacking": 1.0}))
-    from selfplay.core.run.progress import docs_page
+    from selfplay.core.run.display import docs_page
 
     named = docs_page("troubleshooting.md")
     assert named.is_file()  # the docs ship with the package: the path named exists
@@ -220,7 +221,7 @@ def test_the_closing_line_is_said_once():
 
 
 def test_the_header_names_each_learner_and_its_model():
-    from selfplay.core.run.config_loader import build_config, learner_flags
+    from selfplay.core.plan.config_loader import build_config, learner_flags
 
     learners = learner_flags(["player_0", "player_1=tiny"])
     sizes = ["learners.player_1.model_options={layers: 2}"]

@@ -16,9 +16,9 @@ import pytest
 from selfplay.api.errors import ConfigError
 from selfplay.api.recipe import Recipe
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import bound_objective
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.run.recipes import applied, recipe_notes, resolve
+from selfplay.core.plan.config_loader import build_config
+from selfplay.core.plan.recipes import applied, recipe_notes, resolve
+from selfplay.core.plan.train_settings import bound_objective
 from selfplay.plugins.manager import registries
 from selfplay.plugins.registry import Entry, UnknownName
 
@@ -65,7 +65,7 @@ def test_a_recipe_fills_in_only_what_the_user_left_unset(recipe):
 
 
 def test_the_banner_shows_the_users_values_apart_from_the_recipes(recipe):
-    from selfplay.core.run.recipes import recipe_line
+    from selfplay.core.plan.recipes import recipe_line
 
     line = recipe_line(run_config(overrides=["train.lr=0.01", "seed=3"]))
     assert line.startswith("recipe test-recipe (set any key to change it; --recipe none): ")
@@ -78,7 +78,7 @@ def test_the_banner_shows_the_users_values_apart_from_the_recipes(recipe):
 def test_the_banner_names_an_old_train_setting_where_the_run_reads_it(monkeypatch, recipe):
     """A recipe written before the algorithm settings moved (``train.kl_coef``) trains with
     them as the objective's options, and the banner shows them there, not as the user's."""
-    from selfplay.core.run.recipes import recipe_line
+    from selfplay.core.plan.recipes import recipe_line
 
     old = Recipe("test-recipe", "old names", {"train.kl_coef": 0.1, "train.entropy_coef": 0.0})
     monkeypatch.setitem(registries().recipes.entries, "test-recipe", Entry("x", old, "tests"))
@@ -90,7 +90,7 @@ def test_the_banner_names_an_old_train_setting_where_the_run_reads_it(monkeypatc
 
 @pytest.mark.parametrize("name", sorted(e.name for e in registries().recipes))
 def test_a_recipe_run_as_it_is_shows_no_setting_as_the_users(name):
-    from selfplay.core.run.recipes import banner_settings
+    from selfplay.core.plan.recipes import banner_settings
 
     kept, yours = banner_settings(resolve(build_config(None, {"recipe": name}, [])))
     assert kept and yours == {}

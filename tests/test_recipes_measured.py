@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.core.run.recipes import resolve
+from selfplay.core.plan.recipes import resolve
 from tests.test_recipes import benchmark_scripts, run_config
 
 

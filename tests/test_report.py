@@ -16,9 +16,9 @@ import torch
 from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
-from selfplay.core.run.episode_log import write_episodes
+from selfplay.core.run.folder.episode_log import write_episodes
+from selfplay.core.run.folder.run_folder import config_text
 from selfplay.core.run.plots import write_plots
-from selfplay.core.run.run_folder import config_text
 
 pytest.importorskip("matplotlib")
 
@@ -168,6 +168,7 @@ def learners_run(folder: Path) -> None:
 
 def test_a_report_of_several_learners_draws_each_ones_update(two_runs):
     from selfplay.core.run import plots
+    from selfplay.core.run.folder.run_data import read_run
 
     folder = two_runs[0]
     learners_run(folder)
@@ -179,7 +180,7 @@ def test_a_report_of_several_learners_draws_each_ones_update(two_runs):
     panels = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plots, "_figure", lambda runs, title, drawn: panels.update(drawn) or None)
-        run = plots.read_run(folder)
+        run = read_run(folder)
         plots.training([run])
         assert panels["entropy"](ax, run) == 2 and labels == ["player_0", "player_1"]
         plots.win_rates([run])

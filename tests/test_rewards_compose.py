@@ -7,9 +7,9 @@ import pytest
 from selfplay.api.errors import ConfigError
 from selfplay.api.reward import EpisodeScores, Reward, RewardError
 from selfplay.api.types import Episode, Message, Turn
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.reward_pipeline import Component, RewardPipeline, Term, parse_terms
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.samples import episode_samples
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.registry import UnknownName

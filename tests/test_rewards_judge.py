@@ -13,10 +13,10 @@ from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
 from selfplay.core.models.reward_models import RewardModels
+from selfplay.core.plan.build import build_learner
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
-from selfplay.core.run.build import build_learner
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.train.reference import Reference
+from selfplay.core.train.update.reference import Reference
 from selfplay.games.instruct import Instruct
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge

@@ -6,8 +6,8 @@ import pytest
 
 from selfplay.api.reward import RewardContext, RewardError
 from selfplay.api.types import Episode, Message, Turn
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.reward_model import RewardModel
 

@@ -15,7 +15,7 @@ from selfplay.api.policy import MockPolicy, Request, ScriptedPolicy
 from selfplay.api.types import Message
 from selfplay.core.models.tiny import load_tiny_policy
 from selfplay.core.rollout import play, seatings_for
-from selfplay.core.run.episode_log import read_episodes, write_episodes
+from selfplay.core.run.folder.episode_log import read_episodes, write_episodes
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from selfplay.api.errors import ConfigError
-from selfplay.core.run.build import build_sampler
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_sampler
+from selfplay.core.plan.config_loader import build_config
 
 
 def test_pool_colon_a_number_sets_p_latest():

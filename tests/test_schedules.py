@@ -17,7 +17,7 @@ from selfplay.api.objective import TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.commands.cli import main
 from selfplay.core.config import TrainConfig
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.train.schedules import apply_schedules, kl_at, lr_at
 
 

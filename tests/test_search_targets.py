@@ -15,9 +15,9 @@ from selfplay.api.policy import ScriptedPolicy, searched_moves
 from selfplay.api.types import Completion
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models.scoring import score
+from selfplay.core.plan.build import build_learner
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.build import build_learner
-from selfplay.core.run.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.train.branching import replay
 from selfplay.core.train.samples import episode_samples

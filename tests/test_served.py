@@ -39,11 +39,12 @@ from selfplay.core.models.served.policy import (
     load_adapter,
     unload_adapter,
 )
+from selfplay.core.plan.build import build_learner, build_sampler
+from selfplay.core.plan.checks import check_players
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run import checkpoint
-from selfplay.core.run.build import build_learner, build_sampler, check_players
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.run.run_folder import config_text
+from selfplay.core.run.folder import checkpoint
+from selfplay.core.run.folder.run_folder import config_text
 from selfplay.core.serving.server import ChatService, create_app
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge

@@ -19,7 +19,7 @@ from selfplay.core.commands.suites import HostBench
 from selfplay.core.models.policy_table import policy_table
 from selfplay.core.models.served.policy import ServedPolicy
 from selfplay.core.models.served.table import served_table
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import create_app
 from tests.test_served_rollouts import post  # the JSON request and its status

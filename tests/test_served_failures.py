@@ -16,8 +16,8 @@ from selfplay.api.policy import Request
 from selfplay.api.types import Message
 from selfplay.core.commands.serve import Server
 from selfplay.core.models.served.policy import ServedError, ServedPolicy
-from selfplay.core.run.build import check_players
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.checks import check_players
+from selfplay.core.plan.config_loader import build_config
 from selfplay.games.tictactoe import TicTacToe
 
 

@@ -21,7 +21,7 @@ from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, Scored, TrainSettings
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.algorithms.pg import PolicyGradient
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 
 # ---- the corrections, on hand-made log-probabilities ------------------------------------------
@@ -268,7 +268,7 @@ def test_reweight_trains_samples_past_the_cap_and_drop_does_not(tmp_path):
 
 
 def test_a_learner_that_updates_every_other_iteration_ages_in_its_own_versions(tmp_path):
-    from selfplay.core.run.config_loader import learner_flags
+    from selfplay.core.plan.config_loader import learner_flags
 
     flags = {"learners": learner_flags(["player_0", "player_1"])}
     extra = [
@@ -294,7 +294,7 @@ def test_a_learner_that_updates_every_other_iteration_ages_in_its_own_versions(t
 
 def test_an_objective_that_does_not_say_how_it_treats_stale_samples_is_refused():
     from selfplay.api.objective import Objective
-    from selfplay.core.run.build import check_stale
+    from selfplay.core.plan.checks import check_stale
 
     class Plain(Objective):
         name = "plain"

@@ -24,8 +24,9 @@ from selfplay.core.commands.serve import Server
 from selfplay.core.league.snapshots import SnapshotStore
 from selfplay.core.models.lora import adapter_state_dict, apply_lora, load_adapter_state_dict
 from selfplay.core.models.served.policy import ServedError, ServedPolicy
-from selfplay.core.run.build import build_learner, check_players
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.build import build_learner
+from selfplay.core.plan.checks import check_players
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import ChatService, create_app
 from selfplay.games.tictactoe import TicTacToe

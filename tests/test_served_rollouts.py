@@ -16,7 +16,7 @@ pytest.importorskip("starlette")
 
 from selfplay.core.commands.serve import Server
 from selfplay.core.models.tiny import load_tiny_policy
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trainer import train
 from selfplay.core.serving.server import ChatService, create_app
 from selfplay.core.serving.weights import describe
@@ -249,7 +249,7 @@ def test_a_lora_run_syncs_its_adapter_as_a_loaded_lora(tmp_path):
 
 
 def test_each_learner_is_served_by_workers_of_its_own_and_trains_on_in_process_samples(tmp_path):
-    from selfplay.core.run.config_loader import learner_flags
+    from selfplay.core.plan.config_loader import learner_flags
 
     def two(name: str, *extra: str) -> Path:
         flags = {"iterations": 2, "matches": 12, "out": tmp_path, "name": name, "seed": 3}

@@ -19,9 +19,9 @@ from selfplay.core.config import LoraConfig
 from selfplay.core.models import prefix_scoring
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train.micro_batches import TokenBudget, pack_by_tokens
-from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.micro_batches import TokenBudget, pack_by_tokens
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 
 ANSWERS = {"[a]": (50, 2), "[bb]": (51, 52, 2), "[c]": (53, 2), "[dd]": (54, 55, 56, 2)}
 

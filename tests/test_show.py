@@ -14,8 +14,8 @@ from selfplay.api.types import Episode, Message, Turn
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
 from selfplay.core.reward_pipeline import Component, RewardPipeline, Term
-from selfplay.core.run.episode_log import read_episodes, write_episodes
-from selfplay.core.run.run_folder import config_text
+from selfplay.core.run.folder.episode_log import read_episodes, write_episodes
+from selfplay.core.run.folder.run_folder import config_text
 from selfplay.core.train.records import recorded
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.rewards.judge import Judge

@@ -9,9 +9,9 @@ from selfplay.api.policy import MockPolicy
 from selfplay.api.reward import RewardContext
 from selfplay.api.tasks import HINTED_TURNS, ReferenceAnswers, TaskGame
 from selfplay.core.evaluate import evaluate, task_metrics
+from selfplay.core.plan.build import build_reward
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.rollout import play
-from selfplay.core.run.build import build_reward
-from selfplay.core.run.config_loader import build_config
 from selfplay.core.train.samples import episode_samples
 from selfplay.games.banks import load_bank
 from selfplay.games.instruct import Instruct

@@ -16,7 +16,7 @@ from selfplay.api.policy import MockPolicy, Policy, ScriptedPolicy
 from selfplay.core.commands.cli import main
 from selfplay.core.commands.suites import HostBench, find_suite, run_suite
 from selfplay.core.config import RunConfig
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.suites.gtbench import nra
 from selfplay.suites.reference_pool import anchored_ratings
 
@@ -223,7 +223,7 @@ def test_reference_pool_is_deterministic_given_the_seed():
 
 def test_a_runs_suite_report_is_saved_in_its_folder_and_shown_by_report(tmp_path, monkeypatch):
     from selfplay.core.commands import suites
-    from selfplay.core.run.run_folder import config_text
+    from selfplay.core.run.folder.run_folder import config_text
 
     pytest.importorskip("matplotlib")  # `selfplay report` draws with it
 

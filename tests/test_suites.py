@@ -76,7 +76,7 @@ def test_the_suite_report_has_every_figure_per_seed_with_its_spread():
 def test_kuhn_exploitability_matches_the_games_own_for_the_same_table():
     from selfplay.core.config import RunConfig
     from selfplay.core.models.policy_table import policy_table
-    from selfplay.core.run.build import build_learner
+    from selfplay.core.plan.build import build_learner
 
     policy = build_learner(RunConfig(model="tiny"))
     bench = HostBench(policy)

@@ -13,7 +13,7 @@ import torch
 from selfplay.api.errors import ConfigError
 from selfplay.core.commands.cli import main
 from selfplay.core.config import RunConfig
-from selfplay.core.run.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config
 from selfplay.core.run.trackers import check_loggers
 
 

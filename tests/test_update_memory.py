@@ -18,15 +18,15 @@ from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.algorithms.sft import SFT
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.run.config_loader import build_config
-from selfplay.core.train.micro_batches import (
+from selfplay.core.plan.config_loader import build_config
+from selfplay.core.train.update.micro_batches import (
     AUTO_BYTES,
     BYTES_PER_LOGIT,
     TokenBudget,
     pack_by_tokens,
 )
-from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 
 
 def samples(n: int, seed: int = 0) -> list[Sample]:

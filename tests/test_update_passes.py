@@ -14,8 +14,8 @@ from selfplay.api.objective import IterationData, TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
-from selfplay.core.train.reference import Reference
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 
 
 def samples(n: int) -> list[Sample]:

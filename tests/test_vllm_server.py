@@ -26,7 +26,7 @@ from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.models.hf_policy import HFPolicy
 from selfplay.core.models.policy_table import legal_answers, score_answers
 from selfplay.core.models.scoring import score
-from selfplay.core.run.build import build_game
+from selfplay.core.plan.build import build_game
 from selfplay.core.serving.rollout_client import ServedLearner, Worker, Workers
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,7 +42,7 @@ class HostBench:
         trained on it (the prompt form it learned, e.g. tic-tac-toe's compact board), else
         with its defaults."""
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.build import build_game
+        from selfplay.core.plan.build import build_game
 
         options: dict[str, Any] = {}
         if self.config is not None and self.config.game == name:
@@ -110,7 +110,7 @@ def check_phrasings(suite: Suite, phrasings: Sequence[str]) -> None:
     one of ``phrasings``. A game that cannot be built here (its optional extra missing) is left
     to the suite, which says what it plays without it."""
     from selfplay.core.config import RunConfig
-    from selfplay.core.run.build import build_game
+    from selfplay.core.plan.build import build_game
     from selfplay.plugins.registry import PluginError
 
     for name in suite.games:

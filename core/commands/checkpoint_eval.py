@@ -20,8 +20,8 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.commands.play import run_config
-from selfplay.core.run.build import build_game, build_sampler
-from selfplay.core.run.checkpoint import CheckpointError
+from selfplay.core.plan.build import build_game, build_sampler
+from selfplay.core.run.folder.checkpoint import CheckpointError
 
 # the games with exact exploitability, for messages (docs/games.md says the rule)
 TABULAR_GAMES = (

@@ -162,7 +162,7 @@ def registered_info(entry: Any) -> dict[str, Any]:
 
 def _objective_reads(factory: Any) -> str:
     """``train.update_epochs, ... and the estimator`` for an objective with default options."""
-    from selfplay.core.run.recipes import describe_reads
+    from selfplay.core.plan.build import describe_reads
 
     try:
         return describe_reads(factory())

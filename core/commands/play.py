@@ -26,10 +26,10 @@ from selfplay.api.policy import Policy, Request, ScriptedPolicy, has_player
 from selfplay.api.types import Completion, Payoffs, Role
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, learner_roles
+from selfplay.core.plan.build import build_game, build_learner, split_spec
 from selfplay.core.rollout import match_rng
-from selfplay.core.run import checkpoint
-from selfplay.core.run.build import build_game, build_learner, split_spec
-from selfplay.core.run.run_folder import read_config
+from selfplay.core.run.folder import checkpoint
+from selfplay.core.run.folder.run_folder import read_config
 from selfplay.plugins.manager import registries
 
 PROMPT = "your move> "

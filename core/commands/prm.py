@@ -27,7 +27,7 @@ from typing import Any
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
-from selfplay.core.run.episode_log import episode_iteration, episodes_file, iter_numbered
+from selfplay.core.run.folder.episode_log import episode_iteration, episodes_file, iter_numbered
 
 DEFAULT_NAME = "prm.jsonl"
 
@@ -106,6 +106,6 @@ def _judge_answers(episode: Episode) -> dict[int | None, list[str]]:
 
 
 def _matches(folder: Path) -> int:
-    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.run.folder.run_folder import read_config
 
     return read_config(folder).matches

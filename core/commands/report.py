@@ -61,7 +61,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def write_report(folders: list[Path], out: Path) -> Path:
-    from selfplay.core.run.plots import figures, read_run
+    from selfplay.core.run.folder.run_data import read_run
+    from selfplay.core.run.plots import figures
 
     labels, out = _labels(folders), _out_file(Path(out))
     runs = [read_run(folder, label) for folder, label in zip(folders, labels, strict=True)]
@@ -139,7 +140,7 @@ def _not_a_run(folder: Path) -> str:
 
 
 def _settings(folders: list[Path], labels: list[str], runs: list[Any]) -> str:
-    from selfplay.core.run.run_folder import read_config_data
+    from selfplay.core.run.folder.run_folder import read_config_data
 
     rows = ["<table><tr><th>run</th>", *(f"<th>{k}</th>" for k in SETTINGS)]
     rows.append("<th>phrasing</th><th>iterations</th><th>last mean reward</th></tr>")
@@ -167,7 +168,7 @@ def _learners(folder: Path, label: str) -> list[str]:
     """A run of several learners: each one's roles, model and objective (its curves are the
     ``NAME/...`` and ``eval/NAME/...`` ones); nothing for one shared policy."""
     from selfplay.core.config.learners import learner_config, learner_roles
-    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.run.folder.run_folder import read_config
 
     config = read_config(Path(folder))
     if not config.learners:
@@ -263,8 +264,8 @@ def _number(text: str) -> str:
 
 
 def _transcripts(folder: Path) -> list[str]:
-    from selfplay.core.run.episode_log import episode_iteration, iter_numbered
-    from selfplay.core.run.run_folder import read_config_data
+    from selfplay.core.run.folder.episode_log import episode_iteration, iter_numbered
+    from selfplay.core.run.folder.run_folder import read_config_data
 
     log = Path(folder) / "episodes.jsonl"
     if not log.is_file():

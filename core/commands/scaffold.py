@@ -166,7 +166,7 @@ TRY = {  # how to run what `selfplay new KIND` made
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from selfplay.core.run.progress import docs_page
+    from selfplay.core.run.display import docs_page
 
     folder = render_plugin(args.kind, args.name, args.dir)
     print(f"Created {folder}. Next:")

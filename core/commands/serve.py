@@ -57,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.threads < 0:
         raise ConfigError(f"--threads must be 0 or more, got {args.threads}.")
     if args.threads:
-        from selfplay.core.run.hardware import set_threads
+        from selfplay.core.machine.hardware import set_threads
 
         set_threads(args.threads)
     if args.stop_with_stdin:
@@ -128,7 +128,7 @@ def learner_service(
     from selfplay.core.commands.play import _chosen_learner
     from selfplay.core.models.loading import build_learner
     from selfplay.core.models.lora import apply_lora
-    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.run.folder.run_folder import read_config
     from selfplay.core.serving.server import ChatService
     from selfplay.plugins.manager import registries
 

@@ -178,7 +178,7 @@ def learner_filter(kind: str, source: Path, learner: str) -> str:
     """The seat-holder name of learner ``learner`` of the run in ``source``; refused, naming the
     run's learners, when the run trained one shared policy or has no learner of that name, and
     for traces, which hold one measured policy's matches."""
-    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.run.folder.run_folder import read_config
 
     if kind == "traces":
         raise ConfigError(
@@ -201,8 +201,8 @@ def learner_filter(kind: str, source: Path, learner: str) -> str:
 def load(kind: str, source: Path, iterations: tuple[int, int] | None = None) -> list[Entry]:
     """The matches of ``source`` (`read_source`), each with the role the policy played."""
     from selfplay.core.commands.traces import episode_of, read_traces
-    from selfplay.core.run.episode_log import episode_iteration, episodes_file, iter_numbered
-    from selfplay.core.run.run_folder import read_config
+    from selfplay.core.run.folder.episode_log import episode_iteration, episodes_file, iter_numbered
+    from selfplay.core.run.folder.run_folder import read_config
 
     if kind == "traces":
         if iterations is not None:

@@ -220,7 +220,7 @@ def load_policy(args: argparse.Namespace) -> tuple[Policy, float, str, Any, Path
         return policy, temperature, f"model {args.model}", config, None
     if args.model is not None:
         from selfplay.core.config import RunConfig
-        from selfplay.core.run.build import build_learner
+        from selfplay.core.plan.build import build_learner
 
         config = RunConfig(model=args.model)
         policy = build_learner(config)

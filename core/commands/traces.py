@@ -240,8 +240,8 @@ def _jsonl(folder: Path) -> list[Path]:
 def read_traces(path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every trace in a trace file, or in every trace file under a folder, with its file. A
     last line cut short is read past with a warning; any other line that is not a trace is a
-    ConfigError naming its file and line (core/run/episode_log.py, `damaged`)."""
-    from selfplay.core.run.episode_log import damaged
+    ConfigError naming its file and line (core/run/folder/episode_log.py, `damaged`)."""
+    from selfplay.core.run.folder.episode_log import damaged
 
     path = Path(path)
     files = [path] if path.is_file() else _jsonl(path)

@@ -1,7 +1,7 @@
 """RunConfig: every setting of a run, with its default and description (its sections live
 beside it: sections.py, rollout.py, learners.py).
 
-The schema only: core/run/config_loader.py builds a RunConfig from defaults, a YAML file,
+The schema only: core/plan/config_loader.py builds a RunConfig from defaults, a YAML file,
 flags and ``--set``, and explains a bad key.
 """
 

@@ -46,7 +46,7 @@ class TrainConfig(BaseModel):
         default="auto",
         description="Padded tokens (prompt and answer) per forward/backward pass inside a "
         "minibatch, which bounds the update's memory: auto sizes it from the model's width "
-        "and depth (core/train/update.py); a number; null = the whole minibatch.",
+        "and depth (core/train/update/updater.py); a number; null = the whole minibatch.",
     )
 
     @field_validator("micro_batch_tokens")

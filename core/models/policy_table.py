@@ -30,7 +30,7 @@ chooses the same answer whatever shares its batch.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -40,11 +40,15 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.game import InfoSet, TabularGame, answer_text
 from selfplay.api.policy import Request
 from selfplay.api.types import Completion
-from selfplay.core.models.prefix_scoring import score_menus
+from selfplay.core.models.prefix_scoring import score_shared
 from selfplay.core.models.scoring import eos_id, score
 
 Table = dict[str, dict[str, float]]
 CHOICES = ("free", "legal")
+
+#: `score_menus` scores prompts in chunks whose rows times prompt width (the positions of
+#: the cache, one copy per row) stay under this: 0.4 GB of float32 cache for SmolLM2-135M.
+POSITIONS_PER_CHUNK = 8192
 
 
 def is_tabular(game: Any) -> bool:
@@ -241,3 +245,39 @@ def _pick(totals: torch.Tensor, seed: int, greedy: bool) -> int:
     uniform = torch.rand(len(totals), generator=torch.Generator().manual_seed(int(seed)))
     tiny = torch.finfo(uniform.dtype).tiny
     return int((totals - torch.log(-torch.log(uniform.clamp(min=tiny)))).argmax())
+
+
+@torch.inference_mode()
+def score_menus(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    answers: Sequence[Sequence[Sequence[int]]],
+    pad_id: int,
+    temperature: float = 1.0,
+) -> torch.Tensor:
+    """Per-token log-probabilities of each prompt's answers: one row per (prompt, answer) in
+    order, zero past each answer's end (the second value of `score_answers`'s contract),
+    in chunks of prompts whose cache copies fit `POSITIONS_PER_CHUNK`."""
+    width = max(len(a) for menu in answers for a in menu)
+    parts = []
+    for chunk in _chunks([len(p) for p in prompts], [len(m) for m in answers]):
+        rows_prompt = [prompts[i] for i in chunk for _ in answers[i]]
+        rows_answer = [a for i in chunk for a in answers[i]]
+        scored = score_shared(model, rows_prompt, rows_answer, pad_id, temperature, False)
+        part = scored.logp.new_zeros(len(rows_answer), width)
+        part[:, : scored.logp.shape[1]] = scored.logp.float() * scored.mask
+        parts.append(part)
+    return torch.cat(parts).cpu()
+
+
+def _chunks(lengths: Sequence[int], sizes: Sequence[int]) -> Iterator[list[int]]:
+    chunk: list[int] = []
+    longest = rows = 0
+    for i, (n, size) in enumerate(zip(lengths, sizes, strict=True)):
+        if chunk and max(longest, n) * (rows + size) > POSITIONS_PER_CHUNK:
+            yield chunk
+            chunk, longest, rows = [], 0, 0
+        chunk.append(i)
+        longest, rows = max(longest, n), rows + size
+    if chunk:
+        yield chunk

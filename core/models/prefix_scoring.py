@@ -26,8 +26,8 @@ at all (the output layer sees no position, `answer_positions`).
 Which passes run is `Shape.plan`: the cheapest in padded tokens (each pass costing
 `PASS_TOKENS` more), and the row pass unless sharing costs at most `SHARE_AT_MOST` of it (the
 cache copies cost something too). The update's micro-batches are sized on the same shape
-(core/train/micro_batches.py, `TokenBudget`), which counts the prompt once and each row's copy of
-the cache.
+(core/train/update/micro_batches.py, `TokenBudget`), which counts the prompt once and each row's
+copy of the cache.
 
 `can_share` says where it cannot apply, and the row pass runs instead: a model whose forward
 takes no ``position_ids`` or cache (or that cannot be unwrapped to a Hugging Face model to
@@ -40,7 +40,7 @@ layers (sliding windows, linear attention; found after the first pass).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +56,6 @@ from selfplay.core.models.scoring import answer_positions, output_layer, pack, s
 SHARE_AT_MOST = 0.75
 #: What one more forward pass costs, in padded tokens (the tiny model's, on a CPU).
 PASS_TOKENS = 32
-#: `score_menus` scores prompts in chunks whose rows times prompt width (the positions of
-#: the cache, one copy per row) stay under this: 0.4 GB of float32 cache for SmolLM2-135M.
-POSITIONS_PER_CHUNK = 8192
 #: The passes `Shape.plan` chooses among, the row pass first.
 PLANS: tuple[tuple[str, ...], ...] = (
     ("rows",),
@@ -181,7 +178,8 @@ def score_shared(
     """`score`'s values, reading what the rows share once (see the module doc).
 
     ``preamble``: a prefix of every prompt already run, its cache held (`HeldPreamble`,
-    core/train/held_preamble.py); each row reads it from there and only what follows runs.
+    core/train/update/micro_batches.py); each row reads it from there and only what follows
+    runs.
     """
     if preamble is not None:
         return _after(model, prompts, answers, pad_id, temperature, with_entropy, preamble)
@@ -359,42 +357,3 @@ def _unwrapped(model: Any) -> PreTrainedModel | None:
         get = getattr(model, "get_base_model", None)
         model = get() if callable(get) else getattr(model, "module", None)
     return None
-
-
-# ---- menus: every answer of each prompt, in play and in the policy table ---------------------
-
-
-@torch.inference_mode()
-def score_menus(
-    model: torch.nn.Module,
-    prompts: Sequence[Sequence[int]],
-    answers: Sequence[Sequence[Sequence[int]]],
-    pad_id: int,
-    temperature: float = 1.0,
-) -> torch.Tensor:
-    """Per-token log-probabilities of each prompt's answers: one row per (prompt, answer) in
-    order, zero past each answer's end (the second value of `score_answers`'s contract),
-    in chunks of prompts whose cache copies fit `POSITIONS_PER_CHUNK`."""
-    width = max(len(a) for menu in answers for a in menu)
-    parts = []
-    for chunk in _chunks([len(p) for p in prompts], [len(m) for m in answers]):
-        rows_prompt = [prompts[i] for i in chunk for _ in answers[i]]
-        rows_answer = [a for i in chunk for a in answers[i]]
-        scored = score_shared(model, rows_prompt, rows_answer, pad_id, temperature, False)
-        part = scored.logp.new_zeros(len(rows_answer), width)
-        part[:, : scored.logp.shape[1]] = scored.logp.float() * scored.mask
-        parts.append(part)
-    return torch.cat(parts).cpu()
-
-
-def _chunks(lengths: Sequence[int], sizes: Sequence[int]) -> Iterator[list[int]]:
-    chunk: list[int] = []
-    longest = rows = 0
-    for i, (n, size) in enumerate(zip(lengths, sizes, strict=True)):
-        if chunk and max(longest, n) * (rows + size) > POSITIONS_PER_CHUNK:
-            yield chunk
-            chunk, longest, rows = [], 0, 0
-        chunk.append(i)
-        longest, rows = max(longest, n), rows + size
-    if chunk:
-        yield chunk

@@ -1,7 +1,7 @@
 """The policies model-based rewards (judges) ask for by name.
 
 - ``learner``: the model being trained, judging itself (Self-Rewarding LMs).
-- ``reference``: the run's reference policy (core/train/reference.py; as the cold start left
+- ``reference``: the run's reference policy (core/train/update/reference.py; as the cold start left
   it), the default judge. Without LoRA it is the loop's frozen copy of the model (kept, saved
   and restored with checkpoints whenever a reward, the objective or the KL term needs it);
   with LoRA it is the same base with the reference's adapter weights swapped in, so no second

@@ -29,20 +29,20 @@ from selfplay.core.league.keep_best import check_keep_best
 from selfplay.core.league.league import League
 from selfplay.core.league.seating import Seats
 from selfplay.core.league.snapshots import snapshot_store
+from selfplay.core.machine.hardware import thread_split
+from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import hub_folder
 from selfplay.core.models.reward_models import RewardModels
-from selfplay.core.processes import Processes
-from selfplay.core.run.build import (
+from selfplay.core.plan.build import (
     build_callbacks,
     build_game,
     build_reward,
     build_sampler,
-    check_players,
-    train_settings,
 )
-from selfplay.core.run.hardware import thread_split
-from selfplay.core.run.model_setup import build_learners, check_learner_judges, prepare_learner
-from selfplay.core.run.recipes import reads
+from selfplay.core.plan.checks import check_learner_judges, check_players
+from selfplay.core.plan.ownership import reads
+from selfplay.core.plan.train_settings import train_settings
+from selfplay.core.run.model_setup import build_learners, prepare_learner
 from selfplay.core.serving.backend import Backend, served_backend
 from selfplay.core.train.learners import Learner, policies
 from selfplay.core.train.state import RunState

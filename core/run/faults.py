@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import PluginFault
-from selfplay.core.memory import OutOfMemory, stated
-from selfplay.core.run import checkpoint
-from selfplay.core.run.config_loader import parse_value
+from selfplay.core.machine.memory import OutOfMemory, stated
+from selfplay.core.plan.config_loader import parse_value
+from selfplay.core.run.folder import checkpoint
 from selfplay.core.serving.rollout_client import RolloutFailure
 
 STOPS = (PluginFault, checkpoint.StorageError, OutOfMemory, RolloutFailure)
@@ -100,7 +100,7 @@ def resume_command(
 
 
 def _written(value: Any) -> str:
-    """A setting's value as ``--set`` reads it back (core/run/config_loader.py)."""
+    """A setting's value as ``--set`` reads it back (core/plan/config_loader.py)."""
     if isinstance(value, str) and parse_value(value) == value:
         return value
     if isinstance(value, float) and value.is_integer():

@@ -17,25 +17,26 @@ from typing import Any
 import lightning as L
 import torch
 
-from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
 from selfplay.api.sampler import LEARNER, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import NAME, RESERVED, learner_config, learner_roles
+from selfplay.core.config.learners import learner_config, learner_roles
+from selfplay.core.machine.hardware import gradient_clipper
+from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
-from selfplay.core.processes import Processes
-from selfplay.core.run.build import bound_objective, build_estimator, train_settings
-from selfplay.core.run.hardware import gradient_clipper
+from selfplay.core.plan.build import build_estimator
+from selfplay.core.plan.checks import check_learners
+from selfplay.core.plan.train_settings import bound_objective, train_settings
 from selfplay.core.run.progress import Ticker
-from selfplay.core.train.averaging import WeightAverage
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.learners import Learner
-from selfplay.core.train.micro_batches import DROPOUT_SETTINGS, TokenBudget
-from selfplay.core.train.reference import Reference
 from selfplay.core.train.search_targets import SearchTargets
-from selfplay.core.train.update import Updater
+from selfplay.core.train.update.averaging import WeightAverage
+from selfplay.core.train.update.micro_batches import DROPOUT_SETTINGS, TokenBudget
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.updater import Updater
 
 
 def build_learners(config: RunConfig, game: Game) -> list[Learner]:
@@ -66,65 +67,6 @@ def _built(
     policy.name = learner_seat(name)  # what its turns record as their seat
     search = SearchTargets(game, config.train.search_weight, policy)
     return Learner(name, roles, config, policy, objective, estimator, search, every)
-
-
-def check_learners(config: RunConfig, game: Game) -> None:
-    """Refuse, before any run folder exists, learners that do not split the game's roles."""
-    roles = ", ".join(game.roles)
-    owner: dict[str, str] = {}
-    for name, settings in config.learners.items():
-        if not NAME.match(name) or name in RESERVED:
-            raise ConfigError(
-                f"learners.{name}: a learner's name is a word of letters, digits, '_' or '-' "
-                f"(not {', '.join(RESERVED)}); rename it."
-            )
-        mine = learner_roles(name, settings)
-        for role in mine:
-            if role not in game.roles:
-                how = (
-                    f"its roles default to its name; give them: --set learners.{name}.roles=[...]"
-                    if not settings.roles
-                    else f"fix learners.{name}.roles"
-                )
-                raise ConfigError(
-                    f"Learner {name!r} plays role {role!r}, which {game.name} does not have "
-                    f"(its roles: {roles}); {how}."
-                )
-            if role in owner:
-                raise ConfigError(
-                    f"Role {role!r} is claimed by two learners, {owner[role]!r} and {name!r}; "
-                    "each role is played by exactly one learner."
-                )
-            owner[role] = name
-    missing = [role for role in game.roles if role not in owner]
-    if missing:
-        raise ConfigError(
-            f"No learner plays {', '.join(map(repr, missing))} of {game.name} (roles: {roles}); "
-            f"add one (--learner {missing[0]}) or add the role to a learner's roles."
-        )
-    if config.lora.per_role or any(
-        s.lora is not None and s.lora.per_role for s in config.learners.values()
-    ):
-        raise ConfigError(
-            "lora.per_role and learners do not go together: per-role LoRA trains one adapter per "
-            "role on one shared base model, learners train a model (or adapter) each. Drop "
-            "lora.per_role, or drop the learners for per-role adapters on one base."
-        )
-
-
-def check_learner_judges(config: RunConfig, models: Any) -> None:
-    """With several learners, a judge that is a learner (or its reference) names which one."""
-    if not config.learners:
-        return
-    for name in models:
-        kind, _, which = name.partition(":")
-        if kind in ("learner", "reference") and which not in config.learners:
-            names = ", ".join(f"{kind}:{n}" for n in config.learners)
-            raise ConfigError(
-                f"A judge asks for the {name!r} model, but this run has several learners: name "
-                f"which one, e.g. --set reward_options.judge.model={kind}:"
-                f"{next(iter(config.learners))} ({names})."
-            )
 
 
 def prepare_learner(

@@ -1,89 +1,30 @@
 """The figures of a run report, drawn with matplotlib into PNG bytes.
 
-Each figure is a function of the runs (`RunData`, one or several: their curves overlay, one
-colour per run) that returns PNG bytes, or None when no run has its metrics (a game without
-scripted players has no evaluation curve; only a pool sampler logs Elo ratings); a run of
-several learners gets a line per learner (``NAME/loss``, ``eval/NAME/OPPONENT/...``). `selfplay
-report` embeds them in one HTML page; at the end of every run `write_plots` saves them as
-``RUN_DIR/plots/*.png`` when matplotlib is installed (``SELFPLAY_PLOTS=0`` turns that off).
+Each figure is a function of the runs (`RunData`, core/run/folder/run_data.py; one or several:
+their curves overlay, one colour per run) that returns PNG bytes, or None when no run has its
+metrics (a game without scripted players has no evaluation curve; only a pool sampler logs Elo
+ratings); a run of several learners gets a line per learner (``NAME/loss``,
+``eval/NAME/OPPONENT/...``). `selfplay report` embeds them in one HTML page; at the end of every
+run `write_plots` saves them as ``RUN_DIR/plots/*.png`` when matplotlib is installed
+(``SELFPLAY_PLOTS=0`` turns that off).
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import math
 import os
-import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from selfplay.api.errors import ConfigError
+from selfplay.core.run.folder.run_data import RunData, number, read_run
 from selfplay.core.stats import wilson
 
 INSTALL = 'pip install "selfplay-rl[report]"'
 METRICS = ("loss", "kl", "entropy")  # the update's, drawn per learner
 COUNTERS = {"asked", "unparsable", "stripped", "copies", "passed", "error", "checked"}
-
-
-@dataclass
-class RunData:
-    """One run folder's metrics, as columns of floats (missing cells are NaN)."""
-
-    path: Path
-    label: str
-    columns: dict[str, list[float]] = field(default_factory=dict)
-    crossplay: list[dict[str, str]] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)  # summary.json: the closing table
-
-    def series(self, key: str) -> tuple[list[float], list[float]]:
-        """(iterations, values) of ``key`` where it has a value."""
-        pairs = [
-            (x, y)
-            for x, y in zip(
-                self.columns.get("iteration", []), self.columns.get(key, []), strict=False
-            )
-            if not math.isnan(y)
-        ]
-        return [x for x, _ in pairs], [y for _, y in pairs]
-
-    def keys(self, prefix: str, suffix: str = "") -> list[str]:
-        return sorted(k for k in self.columns if k.startswith(prefix) and k.endswith(suffix))
-
-
-def read_run(path: Path, label: str | None = None) -> RunData:
-    path = Path(path)
-    metrics = path / "metrics.csv"
-    if not metrics.is_file():
-        raise ConfigError(
-            f"{path} has no metrics.csv: pass a run folder that trained at least one iteration."
-        )
-    with metrics.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    names = list(rows[0]) if rows else []
-    columns = {name: [_number(row.get(name)) for row in rows] for name in names}
-    crossplay = []
-    if (path / "crossplay.csv").is_file():
-        with (path / "crossplay.csv").open(newline="", encoding="utf-8") as handle:
-            crossplay = list(csv.DictReader(handle))
-    summary: dict[str, Any] = {}
-    try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError) as err:  # drawn without the closing table's figure
-        print(f"warning: {path / 'summary.json'} does not read ({err}); left out.", file=sys.stderr)
-    return RunData(path, label or path.name, columns, crossplay, summary)
-
-
-def _number(text: str | None) -> float:
-    try:
-        return float(text) if text not in (None, "") else math.nan
-    except ValueError:
-        return math.nan
 
 
 def pyplot() -> Any:
@@ -268,7 +209,7 @@ def crossplay(run: RunData) -> bytes | None:
     opponents = sorted({row["opponent"] for row in run.crossplay})
     grid = [[math.nan] * len(opponents) for _ in holders]
     for row in run.crossplay:
-        grid[holders.index(row["holder"])][opponents.index(row["opponent"])] = _number(
+        grid[holders.index(row["holder"])][opponents.index(row["opponent"])] = number(
             row.get("mean_payoff")
         )
     plt = pyplot()

@@ -103,7 +103,7 @@ class CsvTracker(Tracker):
 
     def __init__(self, folder: Path, config: Any, run_id: str | None = None, **options: Any):
         super().__init__(folder, config, run_id, **options)
-        from selfplay.core.run.run_folder import RunFolder
+        from selfplay.core.run.folder.run_folder import RunFolder
 
         self.run_folder = RunFolder(self.folder)
 
@@ -122,7 +122,7 @@ class TensorBoardTracker(Tracker):
 
     def log(self, row: Mapping[str, Any], step: int) -> None:
         if self.board is None:
-            from selfplay.core.run.run_folder import TensorBoard  # the safe writer
+            from selfplay.core.run.folder.run_folder import TensorBoard  # the safe writer
 
             self.board = TensorBoard(self.folder / "tensorboard")
         self.board.log(dict(row))

@@ -1,8 +1,8 @@
 """A training run, on Lightning Fabric: the loop around the iteration.
 
-    build the parts by name (core/run/build.py) -> the run folder
+    build the parts by name (core/plan/build.py) -> the run folder
     -> set the learner up: adapters, device, cold start, optimiser, reference (model_setup.py)
-    -> resume from the newest checkpoint (resume.py), or start the league
+    -> resume from the newest checkpoint (folder/resume.py), or start the league
     -> each iteration (core/train/loop.py), then the hooks: the run's own duties first
        (core/run/duties/: the episode log, evaluations, the metrics row, the display, the
        weight average's hand-over, checkpoints, plots), then the users' callbacks
@@ -24,12 +24,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.config import RunConfig
-from selfplay.core.processes import Processes
-from selfplay.core.run import faults, resume
-from selfplay.core.run.assembly import Assembly, Parts
-from selfplay.core.run.duties.duty import TrainResult
-from selfplay.core.run.duties.roster import run_duties
-from selfplay.core.run.hardware import (
+from selfplay.core.machine.hardware import (
     build_fabric,
     core_split,
     frozen_heap,
@@ -37,9 +32,16 @@ from selfplay.core.run.hardware import (
     set_threads,
     thread_split,
 )
-from selfplay.core.run.progress import Phase, RunDisplay
-from selfplay.core.run.recipes import resolve
-from selfplay.core.run.run_folder import open_run_folder, resumed_settings
+from selfplay.core.machine.processes import Processes
+from selfplay.core.plan.recipes import resolve
+from selfplay.core.run import faults
+from selfplay.core.run.assembly import Assembly, Parts
+from selfplay.core.run.display import RunDisplay
+from selfplay.core.run.duties.duty import TrainResult
+from selfplay.core.run.duties.roster import run_duties
+from selfplay.core.run.folder import resume
+from selfplay.core.run.folder.run_folder import open_run_folder, resumed_settings
+from selfplay.core.run.progress import Phase
 from selfplay.core.run.trackers import Trackers, check_loggers
 from selfplay.core.serving.backend import Backend, check_rollout_servers
 from selfplay.core.train.loop import Iteration
@@ -49,7 +51,7 @@ from selfplay.core.train.state import RunState
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     quiet_libraries()
-    config = resolve(config)  # the recipe's settings under the user's (core/run/recipes.py)
+    config = resolve(config)  # the recipe's settings under the user's (core/plan/recipes.py)
     # before Fabric launches the other processes (they rerun this command: a refusal there
     # would come once per process, and under pytest a whole test session per process)
     check_rollout_servers(config)

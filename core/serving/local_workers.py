@@ -4,7 +4,7 @@ Each worker is ``selfplay serve RUN_DIR --rollout-worker --port 0 --threads T
 --stop-with-stdin`` (and ``--learner NAME`` for a learner of several): it builds the run's
 learner as the run does, listens on a free port (which it prints, and this
 module reads), and takes the trainer's weights through the weight-transfer routes. The CPU
-threads are split between the trainer and the workers in one place (core/run/hardware.py).
+threads are split between the trainer and the workers in one place (core/machine/hardware.py).
 
 No worker outlives the run: each holds the read end of a pipe from the trainer as its standard
 input and exits when it closes (the trainer stopped, crashed or was killed with SIGKILL), and

@@ -14,11 +14,12 @@
                                     (core/serving/weights.py)
     GET  /health                    200 once the model is loaded
 
-Requests that arrive together are answered together: a worker thread takes whatever is
-waiting (up to ``max_batch`` rows, after at most ``wait`` seconds), groups them by model and
-sampling settings and makes one batched call per group, so a client's concurrent requests
-share the model's forward passes as in the training loop. The prompts of one completions
-request are one job, never split, so they are answered as the trainer would batch them.
+Requests that arrive together are answered together (core/serving/batcher.py): a worker
+thread takes whatever is waiting (up to ``max_batch`` rows, after at most ``wait`` seconds),
+groups them by model and sampling settings and makes one batched call per group, so a client's
+concurrent requests share the model's forward passes as in the training loop. The prompts of
+one completions request are one job, never split, so they are answered as the trainer would
+batch them.
 
 Adapters (a LoRA run only: core/serving/adapters.py) are swapped into the one base model while
 their requests run. A model name ``NAME:ROLE`` picks a role's adapter in a run with one
@@ -29,13 +30,11 @@ adapter per role. Starlette carries the HTTP (with uvicorn, in core/commands/ser
 from __future__ import annotations
 
 import asyncio
-import queue
 import random
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from contextlib import nullcontext
 from typing import Any, Literal
 
@@ -45,11 +44,8 @@ from selfplay.api.policy import Policy, Request
 from selfplay.api.types import Completion, Message
 from selfplay.core.serving import completions as cmpl
 from selfplay.core.serving.adapters import Adapters, HTTPProblem
+from selfplay.core.serving.batcher import Batcher, Key
 from selfplay.core.serving.weights import WeightReceiver, weight_routes
-
-# (kind, adapter, role, greedy, temperature, top_p, tokens); kind "chat", "completion" or
-# "echo" (the prompts' own log-probabilities)
-Key = tuple[str, str, str | None, bool, float, float, int]
 
 
 class ChatMessage(BaseModel):
@@ -80,76 +76,6 @@ class AdapterRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     lora_name: str = Field(min_length=1)
     lora_path: str = ""
-
-
-class Batcher:
-    """Collects jobs from the event loop; one worker thread answers them in batches.
-
-    A job is a list of rows with one sampling key; jobs with the same key are merged into one
-    call of up to ``max_batch`` rows (a larger job is answered alone, never split).
-    ``paused`` holds new batches back (vLLM's /pause) until it is cleared.
-    """
-
-    def __init__(
-        self,
-        answer: Callable[[Key, list[Any]], list[Any]],
-        max_batch: int = 32,
-        wait: float = 0.005,
-    ) -> None:
-        self.answer, self.max_batch, self.wait = answer, max_batch, wait
-        self.jobs: queue.Queue[tuple[Key, list[Any], Future] | None] = queue.Queue()
-        self.batches: list[int] = []  # rows of the policy calls made, for tests and logs
-        self.paused = threading.Event()
-        self.running = threading.Event()
-        self.running.set()
-        self.thread = threading.Thread(target=self._work, name="selfplay-serve", daemon=True)
-        self.thread.start()
-
-    def submit(self, key: Key, rows: list[Any]) -> Future:
-        """A future of the answers to ``rows``, in order."""
-        future: Future = Future()
-        self.jobs.put((key, rows, future))
-        return future
-
-    def close(self) -> None:
-        self.jobs.put(None)
-        self.running.set()
-        self.thread.join(timeout=10)
-
-    def _work(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            self.running.wait()  # while paused, hold the batch back
-            jobs, deadline = [job], time.monotonic() + self.wait
-            rows = len(job[1])
-            while rows < self.max_batch:
-                try:
-                    more = self.jobs.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if more is None:
-                    self.jobs.put(None)
-                    break
-                jobs.append(more)
-                rows += len(more[1])
-            groups: dict[Key, list[tuple[list[Any], Future]]] = {}
-            for key, job_rows, future in jobs:
-                groups.setdefault(key, []).append((job_rows, future))
-            for key, group in groups.items():
-                self._answer(key, group)
-
-    def _answer(self, key: Key, group: list[tuple[list[Any], Future]]) -> None:
-        rows = [row for job_rows, _ in group for row in job_rows]
-        self.batches.append(len(rows))
-        try:
-            done = self.answer(key, rows)
-        except Exception as err:
-            for _, future in group:
-                future.set_exception(err)
-            return
-        start = 0
-        for job_rows, future in group:
-            future.set_result(done[start : start + len(job_rows)])
-            start += len(job_rows)
 
 
 class ChatService:

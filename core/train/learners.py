@@ -2,7 +2,7 @@
 
 A `Learner` bundles what is per-policy: its model and the optimiser, reference and updater set up
 around it, its objective, estimator and search targets, and the run's settings with its own
-(core/config_learners.py); core/run/model_setup.py builds and sets them up. The shared policy
+(core/config/learners.py); core/run/model_setup.py builds and sets them up. The shared policy
 (named ``learner``) plays every role; a learner of its own plays only its roles, and its turns
 are recorded under its seat-holder name ``learner:NAME``, so each learner trains on its own
 turns only.

@@ -24,13 +24,13 @@ from selfplay.api.errors import blame
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData
 from selfplay.api.types import Episode
-from selfplay.core.memory import OutOfMemory, first_line, out_of_memory
-from selfplay.core.metrics_row import MetricsRow
-from selfplay.core.processes import Processes
+from selfplay.core.machine.memory import OutOfMemory, first_line, out_of_memory
+from selfplay.core.machine.processes import Processes
 from selfplay.core.rollout import VoidMatch
 from selfplay.core.stats import episode_metrics
 from selfplay.core.train.checks import check_scored, flat_advantages, nonfinite, unreadable_terms
 from selfplay.core.train.learners import Learner
+from selfplay.core.train.metrics_row import MetricsRow
 from selfplay.core.train.records import recorded
 from selfplay.core.train.rollouts import Rollouts
 from selfplay.core.train.samples import (
@@ -54,7 +54,7 @@ class Trained:
     """One learner's share of the iteration's metrics (``prefix``: its name, with several)."""
 
     prefix: str
-    stats: Any  # the updater's statistics (core/train/update.py)
+    stats: Any  # the updater's statistics (core/train/update/stats.py)
     schedule: dict[str, float]
     objective: dict[str, float]
     search: dict[str, float]

@@ -45,8 +45,8 @@ from selfplay.api.estimator import Sample
 from selfplay.api.sampler import LEARNER, is_learner
 from selfplay.api.types import Episode
 from selfplay.core.league.seating import seat_matches
+from selfplay.core.machine.processes import Processes
 from selfplay.core.models.kv_cache import new_round
-from selfplay.core.processes import Processes
 from selfplay.core.rollout import VoidMatch, play, voided
 from selfplay.core.train.branching import play_branches
 from selfplay.core.train.state import RunState

@@ -70,7 +70,7 @@ class RunState:
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint keeps of the run (the checkpoint adds each model, whole or its
-        adapters, the reference and the config's hash: core/run/resume.py). A run of several
+        adapters, the reference and the config's hash: core/run/folder/resume.py). A run of several
         learners keeps each one's entries under ``learners/NAME`` and its optimiser at the top
         level as ``optimizer/NAME`` (where Fabric saves objects)."""
         state: dict[str, Any] = {

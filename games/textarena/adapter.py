@@ -24,7 +24,7 @@ Where TextArena's design prevents pure immutable states: its env is one mutable 
 match that draws chance from the process-global RNG. A state here is therefore
 ``(seed, accepted actions so far)`` and the env behind it is rebuilt by replaying those
 actions, with a cache of recent positions and a private copy of the global RNGs per match
-(games/textarena_envs.py). States stay JSON values that replay from their seed; the cost is a
+(games/textarena/envs.py). States stay JSON values that replay from their seed; the cost is a
 replay (and TextArena's own speed) on a cache miss.
 """
 

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from kit import TINY, fails_cleanly, losses, said, selfplay
 
-from selfplay.core.run import checkpoint
+from selfplay.core.run.folder import checkpoint
 
 
 def zero_the_newest(folder) -> None:

@@ -10,7 +10,7 @@ from selfplay.api.errors import PluginFault
 from selfplay.api.types import Episode
 from selfplay.core.commands.cli import main
 from selfplay.core.rollout import VoidMatch, play
-from selfplay.core.run import checkpoint
+from selfplay.core.run.folder import checkpoint
 from selfplay.core.stats import role_outcomes
 from selfplay.games.tictactoe import TicTacToe
 from selfplay.plugins.registry import PluginError, Registry

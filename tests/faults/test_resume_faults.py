@@ -99,19 +99,19 @@ KILL_POINTS = [
     "core/reward_pipeline.py:RewardPipeline.__call__#1",
     "core/train/samples.py:episode_samples#1",
     "core/algorithms/rae.py:RAE.__call__#1",
-    "core/train/update.py:Updater.update#1",
-    "core/train/update.py:Updater._step#2",
-    "core/run/episode_log.py:write_episodes#1",
+    "core/train/update/updater.py:Updater.update#1",
+    "core/train/update/updater.py:Updater._step#2",
+    "core/run/folder/episode_log.py:write_episodes#1",
     "core/league/league.py:League.after_iteration#1",
-    "core/run/run_folder.py:RunFolder._append_metrics#1",
-    "core/run/run_folder.py:TensorBoard.log#1",
-    "core/run/resume.py:save#1",
+    "core/run/folder/run_folder.py:RunFolder._append_metrics#1",
+    "core/run/folder/run_folder.py:TensorBoard.log#1",
+    "core/run/folder/resume.py:save#1",
     "torch/serialization.py:_save#1",
-    "core/run/checkpoint.py:_manifest#1",
-    "core/run/checkpoint.py:_sha256#2",
+    "core/run/folder/checkpoint.py:_manifest#1",
+    "core/run/folder/checkpoint.py:_sha256#2",
     "posix:replace#2",  # the finished folder renamed into place
     "posix:replace#3",  # the pointer replaced
-    "core/run/checkpoint.py:_prune#1",
+    "core/run/folder/checkpoint.py:_prune#1",
     "core/league/league.py:League.write_tables#1",
 ]
 

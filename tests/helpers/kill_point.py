@@ -1,7 +1,7 @@
 """SIGKILL the process at a chosen call, for the fault suite's kill-and-resume tests.
 
 A target is ``PATH_SUFFIX:QUALNAME#N``: the N-th call of that function from the moment
-`install` runs (``core/run/checkpoint.py:_prune#1``); a C function is ``MODULE:NAME#N``
+`install` runs (``core/run/folder/checkpoint.py:_prune#1``); a C function is ``MODULE:NAME#N``
 (``posix:replace#2``: the second ``os.replace``). sys.setprofile sees every call of the main
 thread and slows the run down, so the `test-kill-point` callback installs it only at the
 start of the iteration to kill in.

@@ -2,11 +2,12 @@
 the league's tables beside each checkpoint.
 
 At the last iteration (its count, or the time limit, reached: ``view.last``) each learner that
-keeps a weight average (``train.weight_average``, core/train/averaging.py) takes the average
-as its weights, so the checkpoint, the closing evaluation and an export all hold it. A
+keeps a weight average (``train.weight_average``, core/train/update/averaging.py) takes the
+average as its weights, so the checkpoint, the closing evaluation and an export all hold it. A
 checkpoint is written every ``checkpoint_every`` iterations and at the last one
-(core/run/resume.py); every process takes part. The league's tables (ratings.csv, crossplay.csv)
-are written with it, so the run folder's tables are those of its newest checkpoint.
+(core/run/folder/resume.py); every process takes part. The league's tables (ratings.csv,
+crossplay.csv) are written with it, so the run folder's tables are those of its newest
+checkpoint.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 
 from selfplay.api.run_view import RunView
 from selfplay.core.league.league import League
-from selfplay.core.run import resume
 from selfplay.core.run.duties.duty import Duty
-from selfplay.core.run.run_folder import RunFolder
+from selfplay.core.run.folder import resume
+from selfplay.core.run.folder.run_folder import RunFolder
 from selfplay.core.train.state import RunState
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from rich.markup import escape
 
 from selfplay.api.run_view import RunView
+from selfplay.core.run.display import RunDisplay
 from selfplay.core.run.duties.duty import Duty, TrainResult
+from selfplay.core.run.folder.run_folder import RunFolder
 from selfplay.core.run.plots import plots_at_the_end
-from selfplay.core.run.progress import RunDisplay
-from selfplay.core.run.run_folder import RunFolder
 from selfplay.core.train.checks import untrained_message
 
 

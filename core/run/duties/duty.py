@@ -19,7 +19,7 @@ from selfplay.api.callback import Callback
 if TYPE_CHECKING:
     from selfplay.api.run_view import RunView
     from selfplay.core.evaluate import EvalResult
-    from selfplay.core.run.run_folder import RunFolder
+    from selfplay.core.run.folder.run_folder import RunFolder
     from selfplay.core.train.loop import Played
 
 

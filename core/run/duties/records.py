@@ -13,11 +13,11 @@ import time
 from typing import Any
 
 from selfplay.api.run_view import RunView
-from selfplay.core.metrics_row import MetricsRow
 from selfplay.core.run.duties.duty import Duty, TrainResult
-from selfplay.core.run.run_folder import RunFolder
+from selfplay.core.run.folder.run_folder import RunFolder
 from selfplay.core.run.trackers import Trackers
 from selfplay.core.train.loop import Played
+from selfplay.core.train.metrics_row import MetricsRow
 from selfplay.core.train.state import Progress
 
 

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from selfplay.core.run.display import RunDisplay
 from selfplay.core.run.duties.checkpoints import Checkpoints, LeagueTables, WeightAverageHandOver
 from selfplay.core.run.duties.display import Display, Plots
 from selfplay.core.run.duties.duty import Duty, TrainResult
 from selfplay.core.run.duties.evaluations import Evaluations
 from selfplay.core.run.duties.records import EpisodeLog, MetricsLog, TrackersEnd
-from selfplay.core.run.progress import RunDisplay
-from selfplay.core.run.run_folder import RunFolder
+from selfplay.core.run.folder.run_folder import RunFolder
 from selfplay.core.run.trackers import Trackers
 from selfplay.core.train.state import RunState
 

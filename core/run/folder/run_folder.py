@@ -3,7 +3,7 @@
 config.yaml       the resolved configuration (what `--resume` continues)
 metrics.csv       one row per iteration
 episodes.jsonl    every match, one JSON line each
-checkpoints/      resumable state (see core/run/checkpoint.py)
+checkpoints/      resumable state (see core/run/folder/checkpoint.py)
 tensorboard/      the same metrics for TensorBoard
 summary.json      the closing evaluation, before and after training (summary.txt: its tables)
 plots/            the run's figures (core/run/plots.py); ratings.csv, crossplay.csv: the league
@@ -30,9 +30,9 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.types import Episode
 from selfplay.core.config import RunConfig
 from selfplay.core.config.changes import RESUMABLE, resumable, resumed
-from selfplay.core.run.checkpoint import CONFIG, StorageError, free_space, scan
-from selfplay.core.run.config_loader import apply_override, explain
-from selfplay.core.run.episode_log import write_episodes
+from selfplay.core.plan.config_loader import apply_override, explain
+from selfplay.core.run.folder.checkpoint import CONFIG, StorageError, free_space, scan
+from selfplay.core.run.folder.episode_log import write_episodes
 
 
 @dataclass

@@ -23,8 +23,8 @@ from rich.markup import escape
 
 from selfplay.core.config.changes import differences
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
-from selfplay.core.run import checkpoint
-from selfplay.core.run.run_folder import RunFolder, config_text
+from selfplay.core.run.folder import checkpoint
+from selfplay.core.run.folder.run_folder import RunFolder, config_text
 from selfplay.core.train.learners import Learner
 from selfplay.core.train.state import RunState
 

@@ -16,7 +16,7 @@ Micro-batches bound the memory of a step: a minibatch is scored and back-propaga
 at a time (``train.micro_batch_tokens`` padded tokens each, packed in order, a shared prompt
 counted once and each row's copy of its cache at its share of a token; by default bytes, from
 the model's width, depth, heads and vocabulary, answer logits included, by `TokenBudget`; or
-``train.micro_batch_size`` items; core/train/micro_batches.py, where the preamble the
+``train.micro_batch_size`` items; core/train/update/micro_batches.py, where the preamble the
 micro-batches share is also held for the step and run once), each loss weighted by its share of
 the minibatch's `Objective.weight` (answer tokens, or DPO's pairs), and the gradients add up to
 the whole minibatch's before the one optimiser step. Under DDP only the last backward pass of a
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -40,8 +40,8 @@ from selfplay.api.errors import blame
 from selfplay.api.objective import Loss, Objective, Scored
 from selfplay.core.models.prefix_scoring import can_share, score_shared
 from selfplay.core.models.scoring import score
-from selfplay.core.train.averaging import WeightAverage
-from selfplay.core.train.micro_batches import (
+from selfplay.core.train.update.averaging import WeightAverage
+from selfplay.core.train.update.micro_batches import (
     HeldPreamble,
     StepPreambles,
     TokenBudget,
@@ -51,53 +51,8 @@ from selfplay.core.train.micro_batches import (
     hold,
     pack_by_tokens,
 )
-from selfplay.core.train.reference import Reference
-
-
-@dataclass
-class UpdateStats:
-    """Sums over the optimiser steps of one update; `means` is what metrics.csv gets.
-
-    Across processes each process logs its own means; process 0's row is what metrics.csv
-    holds (the loss of a step is already the mean over every process's minibatch).
-    """
-
-    names: tuple[str, ...] = ()  # the objective's metric names, in column order
-    steps: int = 0
-    skipped: int = 0  # minibatches whose loss was not finite
-    tokens: int = 0
-    loss: float = 0.0
-    grad_norm: float = 0.0
-    sums: dict[str, float] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)  # steps that reported each metric
-    extra: dict[str, float] = field(default_factory=dict)  # logged as they are (rollout/...)
-
-    def add(self, result: Loss, grad_norm: float, tokens: int) -> None:
-        self.steps += 1
-        self.tokens += tokens
-        for name in self.names:
-            if name in result.metrics:
-                self.sums[name] = self.sums.get(name, 0.0) + result.metrics[name]
-                self.counts[name] = self.counts.get(name, 0) + 1
-        self.loss += result.loss.item()
-        self.grad_norm += grad_norm
-
-    def means(self) -> dict[str, float]:
-        """Each metric's mean over the steps that reported it; one no step reported is left
-        out of the row (an empty cell), never a made-up 0 (every metric is 0 when no step
-        ran, so that an iteration without an update still has its columns)."""
-        n = max(self.steps, 1)
-        row = {"loss": self.loss / n}
-        for name in self.names:
-            if not self.steps:
-                row[name] = 0.0
-            elif name in self.counts:
-                count = self.counts[name]
-                row[name] = self.sums[name] / (n if count == self.steps else count)
-        row["grad_norm"] = self.grad_norm / n
-        row.update(update_steps=self.steps, skipped_steps=self.skipped, train_tokens=self.tokens)
-        row.update(self.extra)
-        return row
+from selfplay.core.train.update.reference import Reference
+from selfplay.core.train.update.stats import UpdateStats, mismatch, weighted
 
 
 class NonFiniteLoss(RuntimeError):
@@ -135,7 +90,7 @@ class Updater:
     measure_mismatch: bool = False
     mismatch: dict[str, float] | None = None
     # before the first backward pass of a step of several, and after each but the last:
-    # hands freed memory back, and large blocks too from then on (core/memory.py)
+    # hands freed memory back, and large blocks too from then on (core/machine/memory.py)
     release: Callable[[], None] | None = None
     # rows sharing a prompt or preamble read it once (prefix_scoring.py); False: a row each
     share_prefixes: bool = True
@@ -203,7 +158,7 @@ class Updater:
         self.nonfinite_streak = 0
         norm = self.clip_gradients(self.model, self.optimizer, max_norm=self.max_grad_norm)
         self.optimizer.step()
-        stats.add(_weighted(parts, stats.names), float(norm), sum(_tokens(i) for i in batch))
+        stats.add(weighted(parts, stats.names), float(norm), sum(_tokens(i) for i in batch))
 
     def _process_scale(self, total: float) -> float:
         """``processes * total / sum of every process's total``; 1 in one process."""
@@ -356,38 +311,3 @@ def _length_grouped(
     n = len(order)
     groups = [order[k * n // parts : (k + 1) * n // parts] for k in range(parts)]
     return [groups[k] for k in torch.randperm(parts, generator=generator).tolist()]
-
-
-def _weighted(parts: list[tuple[Loss, float]], names: tuple[str, ...]) -> Loss:
-    """Metrics over a step's backward passes (role groups, micro-batches), weighted by share;
-    a metric some passes leave out is the mean over the passes that report it."""
-    if len(parts) == 1:
-        return parts[0][0]
-    metrics = {}
-    for name in names:
-        told = [(result.metrics[name], share) for result, share in parts if name in result.metrics]
-        if len(told) == len(parts):
-            metrics[name] = sum(value * share for value, share in told)
-        elif told:
-            metrics[name] = sum(v * s for v, s in told) / (sum(s for _, s in told) or 1.0)
-    loss = sum(result.loss.detach() * share for result, share in parts)
-    return Loss(loss, metrics)
-
-
-def mismatch(rows: Sequence[Any], current: Scored) -> dict[str, float]:
-    """``rollout/mismatch_kl``, the mean over sampled tokens of log pi_server - log pi_trainer
-    (an estimate of KL(server || trainer) on its own samples), and ``rollout/mismatch_max``,
-    the largest gap of one token, over the rows that carry the server's log-probabilities."""
-    gaps: list[torch.Tensor] = []
-    for i, sample in enumerate(rows):
-        n = len(sample.logprobs)
-        if n and n == len(sample.token_ids):
-            served = torch.tensor(sample.logprobs, dtype=torch.float32)
-            gaps.append(served - current.logp[i, :n].detach().float().cpu())
-    if not gaps:
-        return {}
-    every = torch.cat(gaps)
-    return {
-        "rollout/mismatch_kl": float(every.mean()),
-        "rollout/mismatch_max": float(every.abs().max()),
-    }

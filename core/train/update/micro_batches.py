@@ -1,7 +1,7 @@
 """A step's micro-batches: packed to a memory budget, and the preamble they share run once.
 
 `pack_by_tokens` packs a minibatch's items in order into micro-batches whose activations fit
-a `TokenBudget` (core/train/update.py says why a step has micro-batches).
+a `TokenBudget` (core/train/update/updater.py says why a step has micro-batches).
 
 Every turn of every match opens with the same rules (130 of SmolLM2's 150 tokens at Kuhn
 poker). `score_shared` reads a shared prefix once per micro-batch; but a micro-batch is sized

@@ -10,12 +10,12 @@ import torch
 import torch.distributed
 
 from selfplay.api.types import Episode
-from selfplay.core.memory import Heap
+from selfplay.core.machine.memory import Heap
 
 
 class Processes:
     """The run's processes as one: sums and gathers over all of them; ``heap`` is this
-    process's (core/memory.py), handed back to the system with ``hardware.malloc_trim``."""
+    process's (core/machine/memory.py), handed back to the system with ``hardware.malloc_trim``."""
 
     def __init__(self, fabric: Any, trim: bool = False) -> None:
         self.fabric = fabric

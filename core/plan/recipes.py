@@ -9,9 +9,10 @@ resumed run's config.yaml, which gives every key, so resolving again changes not
 recipe's options of a plug-in (``estimator_options.per_state``) are left out when the user
 chose another plug-in (``--estimator grpo``): they belong to the one the recipe uses.
 
-An objective owns its settings (`Objective.reads`): a setting it does not read would do
-nothing, so one the user gave is refused, naming the objective, and one a recipe gave is left
-out and named in the run's banner (`recipe_notes`).
+An objective owns its settings (`Objective.reads`, core/plan/ownership.py): a setting it does
+not read would do nothing, so one the user gave is refused, naming the objective
+(core/plan/checks.py), and one a recipe gave is left out and named in the run's banner
+(`recipe_notes`).
 """
 
 from __future__ import annotations
@@ -27,23 +28,11 @@ from selfplay.api.recipe import NO_RECIPE, Recipe
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, served
 from selfplay.core.config.sections import MOVED, moved_key
-from selfplay.core.run.build import build_objective, check_stale, describe_reads, reward_expression
-from selfplay.core.run.config_loader import explain
+from selfplay.core.plan.build import reward_expression
+from selfplay.core.plan.checks import check_given, check_learner_settings, check_stale
+from selfplay.core.plan.config_loader import explain
+from selfplay.core.plan.ownership import asked_objective, unread_settings
 from selfplay.plugins.manager import registries
-
-# config keys whose effect belongs to an objective's setting -> the `Objective.reads` name that
-# uses them ("advantages": read by every objective that needs advantages). The shared
-# algorithm settings are the objective's own options; the train keys that schedule or move the
-# KL reference go with kl_coef.
-OWNED = {
-    **{f"objective_options.{key}": key for key in TRAIN_KEYS},
-    "train.kl_coef_step": "kl_coef",
-    "train.kl_coef_max": "kl_coef",
-    "train.reference_update": "kl_coef",
-    "train.search_weight": "advantages",
-    "estimator": "advantages",
-    "estimator_options": "advantages",
-}
 
 
 def resolve(config: RunConfig) -> RunConfig:
@@ -52,16 +41,16 @@ def resolve(config: RunConfig) -> RunConfig:
     recipe = chosen_recipe(config)
     settings = recipe_settings(recipe, given, named=_named(config)) if recipe else {}
     config = _with(config, settings, given, recipe)
-    objective = _objective(config)
-    unread = _unread(objective, settings)
+    objective = asked_objective(config)
+    unread = unread_settings(objective, settings)
     if unread:  # a recipe's settings the objective does not read: left out
         kept = {key: value for key, value in settings.items() if key not in unread}
         config = _with(RunConfig.model_validate(given), kept, given, recipe)
-    _check_given(objective, config, _flat(given))
+    check_given(objective, config, _flat(given))
     check_learner_settings(config)
     for name in config.learners or [None]:  # what each objective does with stale samples
         mine = learner_config(config, name) if name else config
-        check_stale(mine, _objective(mine) if name else objective)
+        check_stale(mine, asked_objective(mine) if name else objective)
     update: dict[str, Any] = {"recipe": recipe.name if recipe else NO_RECIPE}
     game_cls = registries().games.get(config.game)
     update["reward"] = reward_expression(config, game_cls)
@@ -176,7 +165,7 @@ def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
     if recipe is None:
         return {}
     settings = config.model_dump()
-    unread = _unread(_objective(config), recipe.resolved(registries().recipes.get))
+    unread = unread_settings(asked_objective(config), recipe.resolved(registries().recipes.get))
     out = {}
     for key, value in recipe_settings(recipe, settings, named=_named(config)).items():
         # the banner's first line names the game; {} is a learner kept without its settings
@@ -215,7 +204,7 @@ def recipe_notes(config: RunConfig) -> list[str]:
     if recipe is None:
         return []
     every = recipe_settings(recipe, config.model_dump(exclude_unset=True), named=_named(config))
-    unread = sorted(_unread(_objective(config), every))
+    unread = sorted(unread_settings(asked_objective(config), every))
     if not unread:
         return []
     named = ", ".join(f"{key}={every[key]}" for key in unread)
@@ -229,65 +218,6 @@ def _named(config: RunConfig) -> bool:
     """Whether the run's recipe is one the user chose, rather than its game's own."""
     own = getattr(registries().games.get(config.game), "recipe", None)
     return config.recipe is not None and config.recipe != own
-
-
-def owner(key: str) -> str | None:
-    """The `Objective.reads` name that a dotted config key belongs to (None: every run's)."""
-    for owned, name in OWNED.items():
-        if key == owned or key.startswith(owned + "."):
-            return name
-    return None
-
-
-def reads(objective: Any) -> frozenset[str]:
-    """What ``objective`` reads, with "advantages" when it needs them."""
-    names = set(objective.reads())
-    if objective.needs == "advantages":
-        names.add("advantages")
-    return frozenset(names)
-
-
-def _unread(objective: Any, settings: dict[str, Any]) -> set[str]:
-    read = reads(objective)
-    return {key for key in settings if (name := owner(key)) is not None and name not in read}
-
-
-def _check_given(objective: Any, config: RunConfig, given: dict[str, Any]) -> None:
-    """Refuse a setting the user gave that the objective does not read (it would do
-    nothing); a resumed run was checked when it started."""
-    if config.resume is not None:
-        return
-    unread = sorted(_unread(objective, given))
-    if unread:
-        raise ConfigError(_unread_message(unread, f"objective {config.objective!r}", objective))
-
-
-def check_learner_settings(config: RunConfig) -> None:
-    """Refuse a learner's own setting (``learners.NAME.train.KEY``, its estimator) that the
-    learner's objective does not read, as `_check_given` refuses the run's."""
-    if config.resume is not None:
-        return
-    for name, learner in config.learners.items():
-        own = {f"train.{key}" for key in (learner.train.model_fields_set if learner.train else ())}
-        own |= {f"objective_options.{key}" for key in learner.objective_options or {}}
-        own |= {key for key in ("estimator", "estimator_options") if getattr(learner, key)}
-        objective = _objective(learner_config(config, name))
-        unread = sorted(f"learners.{name}.{key}" for key in _unread(objective, own))
-        if unread:
-            which = f"the objective {learner_config(config, name).objective!r} of learner {name!r}"
-            raise ConfigError(_unread_message(unread, which, objective))
-
-
-def _unread_message(unread: list[str], whose: str, objective: Any) -> str:
-    one = len(unread) == 1
-    why = "" if objective.needs == "advantages" else " (it needs no advantages: no estimator runs)"
-    return (
-        f"{', '.join(unread)}: {whose} does not read "
-        f"{'this setting' if one else 'these settings'}{why}, so {'it' if one else 'they'} "
-        f"would do nothing. It reads {describe_reads(objective)}; drop "
-        f"{'it' if one else 'them'}, or choose an objective that reads "
-        f"{'it' if one else 'them'} (`selfplay objectives`)."
-    )
 
 
 def _with(
@@ -311,13 +241,6 @@ def _with(
             f"The settings of recipe {name!r} do not fit: {explain(err)} This is the recipe's "
             "own bug: report it to its author, set the key yourself, or run --recipe none."
         ) from None
-
-
-def _objective(config: RunConfig) -> Any:
-    """The run's objective, to ask what it reads (the shared settings it is given are checked
-    against that answer, so they are left out here)."""
-    options = {k: v for k, v in config.objective_options.items() if k not in TRAIN_KEYS}
-    return build_objective(config.model_copy(update={"objective_options": options}))
 
 
 def _game_options(config: RunConfig, game_cls: Any, needed: dict[str, Any]) -> dict[str, Any]:

@@ -15,16 +15,12 @@ from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.objective import TRAIN_KEYS, Objective, TrainSettings
+from selfplay.api.objective import TRAIN_KEYS
 from selfplay.api.options import explain
-from selfplay.api.policy import has_player
 from selfplay.api.reward import Reward
-from selfplay.api.sampler import OpponentSampler, is_served
+from selfplay.api.sampler import OpponentSampler
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import learner_config, served
-from selfplay.core.config.sections import MOVED
 from selfplay.core.models.loading import build_learner
-from selfplay.core.models.policy_table import check_choice
 from selfplay.core.reward_pipeline import GRAMMAR, Component, RewardPipeline, parse_terms
 from selfplay.plugins.manager import registries
 
@@ -96,91 +92,6 @@ def build_game(config: RunConfig, verifiers: Verifiers | None = None) -> Game:
         raise ConfigError(explain(err, config.game, "game_options", fields)) from None
 
 
-def check_players(config: RunConfig, game: Game) -> None:
-    """Every scripted player the config names is one of the game's, checked before any work
-    (the cold start and the first evaluation come much later); so is ``generation.choice``."""
-    check_choice(config.generation.choice, game)
-    named = {
-        "eval.opponents": config.eval.opponents or [],
-        "pool.scripted": [
-            name.removeprefix("scripted:") for name in config.pool.scripted if not is_served(name)
-        ],
-    }
-    if config.cold_start.steps and game.players:
-        named["cold_start.players"] = config.cold_start.players
-        if not config.cold_start.players:
-            raise ConfigError(
-                "cold_start.players is empty; name the demonstrators (e.g. [random]) or set "
-                "cold_start.steps=0."
-            )
-    check_served_names(config)
-    for key, players in named.items():
-        unknown = [name for name in players if not has_player(game, name)]
-        if unknown:
-            known = ", ".join(sorted(game.players)) or "none"
-            raise ConfigError(
-                f"{key} names {', '.join(map(repr, unknown))}, which {game.name} does not "
-                f"have; its scripted players are: {known} (`selfplay games` lists them; "
-                f"NAME~0.3 plays a random move 3 times in 10)."
-            )
-
-
-def check_served_names(config: RunConfig) -> None:
-    """Every served model the config names (``openai:URL#MODEL``) is well formed, checked
-    before any work; whether its server answers shows at its first turn."""
-    from selfplay.core.models.served.policy import ServedSpec
-
-    _, opponent = split_spec(config.opponent)
-    named = {"--opponent": [opponent or ""], "pool.scripted": list(config.pool.scripted)}
-    named["rollout.servers"] = list(config.rollout.servers)
-    for name, learner in config.learners.items():
-        named[f"learners.{name}.servers"] = list(learner.servers)
-    for reward, options in config.reward_options.items():
-        named[f"reward_options.{reward}.model"] = [str(options.get("model", ""))]
-    for key, names in named.items():
-        for name in names:
-            if is_served(name):
-                ServedSpec.parse(name, key)
-    if config.pool.server is not None:
-        check_pool_server(config)
-
-
-def check_pool_server(config: RunConfig) -> None:
-    """``pool.server`` names a server only, and the run trains one LoRA adapter."""
-    from selfplay.core.league.snapshots import NOT_LORA
-    from selfplay.core.models.served.policy import ServedSpec
-
-    server = config.pool.server or ""
-    if not config.lora.enabled:
-        raise ConfigError(NOT_LORA.format(server=server))
-    if config.lora.per_role:
-        raise ConfigError(
-            f"pool.server={server!r} serves one adapter per snapshot; a run with one adapter "
-            "per role (lora.per_role) would need one served name per role, which is not "
-            "built. Drop pool.server or lora.per_role."
-        )
-    if not is_served(server):
-        raise ConfigError(
-            f"pool.server={server!r} is not a server: write openai:http://HOST:PORT/v1."
-        )
-    learners = [learner_config(config, name) for name in config.learners]
-    models = {f"{c.model} {c.model_options}" if c.model_options else c.model for c in learners}
-    if len(models) > 1:
-        raise ConfigError(
-            f"pool.server={server!r} plays every snapshot as an adapter on the server's one "
-            "base model, but this run's learners have different models "
-            f"({', '.join(sorted(models))}). Drop pool.server (snapshots are then played in "
-            "the training process)."
-        )
-    spec = ServedSpec.parse(server, "pool.server", server=True)
-    if spec.model is not None or spec.lora is not None:
-        raise ConfigError(
-            f"pool.server={server!r} names the server only: each snapshot is asked for by its "
-            "adapter name (<run>-snapshot-N) and loaded from the run's pool/ folder; drop "
-            "the #MODEL and lora= parts."
-        )
-
-
 def build_sampler(config: RunConfig, game: Game | None = None) -> OpponentSampler:
     name, arg = split_spec(config.opponent)
     factory = registries().opponent_samplers.get(name)
@@ -227,73 +138,6 @@ def describe_reads(objective: Any) -> str:
     if objective.needs == "advantages":
         names.append("the estimator")
     return ", ".join(names) or "no update setting"
-
-
-def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
-    """The shared algorithm settings ``objective`` reads, from its options (`Objective.bind`);
-    the others keep `TrainSettings`' neutral values."""
-    given = config.objective_options
-    chosen = {}
-    for key in objective.reads() & set(TRAIN_KEYS):
-        if key in type(objective.options).model_fields:
-            chosen[key] = getattr(objective.options, key)
-        else:  # an objective that reads it without declaring it: as the train section had it
-            chosen[key] = given.get(key, MOVED[key])
-    if "role_lr_scale" in chosen:
-        chosen["role_lr_scale"] = dict(chosen["role_lr_scale"])
-    rollout = config.rollout
-    return TrainSettings(
-        **chosen,
-        importance_cap=importance_cap(config),
-        max_staleness=rollout.max_staleness,
-        age_decay=rollout.age_decay if rollout.stale == "reweight" else None,
-    )
-
-
-def importance_cap(config: RunConfig) -> float | None:
-    """The cap of the served tokens' importance weight: the setting, else 2.0 when the
-    learner's turns are served (their sampler is another copy of the weights), else none."""
-    rollout = config.rollout
-    if rollout.importance_cap is not None:
-        return rollout.importance_cap
-    return 2.0 if rollout.served else None
-
-
-def check_stale(config: RunConfig, objective: Objective) -> None:
-    """A run that trains samples of older weights (served, ``max_staleness`` > 0) needs an
-    objective that says what it does with them (`Objective.stale`)."""
-    rollout = config.rollout
-    if not served(config) or not rollout.max_staleness:
-        return
-    if objective.stale == "refuses":
-        raise ConfigError(
-            f"rollout.max_staleness={rollout.max_staleness} with objective "
-            f"{config.objective!r}: {objective.stale_reason}. Train in turn "
-            "(rollout.max_staleness=0) or with an objective that corrects stale samples (pg)."
-        )
-    if rollout.stale == "reweight" and objective.stale != "corrects":
-        raise ConfigError(
-            f"rollout.stale=reweight with objective {config.objective!r}: it trains a stale "
-            "sample as it is and takes no age weights (pg and legal-pg do). Use "
-            "rollout.stale=wait or drop."
-        )
-
-
-def bound_objective(config: RunConfig) -> Any:
-    """The run's objective, told its settings and checked against the run before any work:
-    a setting it refuses (``legal-pg`` with two epochs) or a ``generation.choice`` it does
-    not train is a ConfigError before the run folder or the model exists."""
-    objective = build_objective(config)
-    objective.bind(train_settings(config, objective))
-    check_stale(config, objective)
-    needed = objective.generation_choice
-    if needed is not None and needed != config.generation.choice:
-        raise ConfigError(
-            f"objective {config.objective!r} trains generation.choice={needed}, but the run "
-            f"has generation.choice={config.generation.choice}; add --set "
-            f"generation.choice={needed}."
-        )
-    return objective
 
 
 def build_callbacks(config: RunConfig) -> list[tuple[str, Any]]:
@@ -359,7 +203,6 @@ def _make_reward(name: str, options: dict[str, Any]) -> Reward:
 
 __all__ = [
     "Verifiers",
-    "bound_objective",
     "build_callbacks",
     "build_estimator",
     "build_game",
@@ -367,9 +210,7 @@ __all__ = [
     "build_objective",
     "build_reward",
     "build_sampler",
-    "check_players",
     "construct",
     "reward_expression",
     "split_spec",
-    "train_settings",
 ]
