@@ -38,7 +38,7 @@ class JudgeModelOptions(RewardOptions):
     answer: Literal["write", "choose"] = Field(
         default="write",
         description="write: the judge writes its reply and the verdict line is read from it; "
-        "choose: the judge picks the likeliest verdict line (\"Winner: A\", \"Score: 3\") "
+        'choose: the judge picks the likeliest verdict line ("Winner: A", "Score: 3") '
         "without writing, never unreadable (a local judge model only).",
     )
     greedy: bool = Field(default=True, description="Judge greedily (else sample).")
