@@ -9,6 +9,9 @@ Games never call models, so the rules decide nothing: a finished match pays 0 to
 The rewards do the scoring: ``reward_defaults`` makes the ``judge`` rate each turn on its own
 (``scope=turn``), so every answer gets its own score (the challenger's question is rated too,
 which the ``lsp`` estimator ignores), and ``quality`` rates the interaction for both roles.
+Both choose their verdict line ("Score: N") rather than write it (``answer: choose``), so even
+the tiny default model's ratings are read; ``reward_options.judge.answer=write`` lets a larger
+judge write first.
 The intended command is
 
     selfplay run --game challenger-solver --reward judge+quality --estimator lsp
@@ -71,7 +74,11 @@ class ChallengerSolver(TextGame):
     State = ChallengerSolverState
     zero_sum = False
     move_noun = "text"
-    reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {"judge": {"scope": "turn"}}
+    # the judges pick their verdict line rather than write it: any model's verdict is read
+    reward_defaults: ClassVar[dict[str, dict[str, Any]]] = {
+        "judge": {"scope": "turn", "answer": "choose"},
+        "quality": {"answer": "choose"},
+    }
 
     def initial(self, seed: int, rng: random.Random) -> ChallengerSolverState:
         record = rng.choice(load_bank(BANK, self.options.split))

@@ -90,3 +90,5 @@ def test_the_documented_command_runs_with_the_tiny_model(tmp_path):
     (row,) = csv.DictReader(metrics.open())
     assert float(row["reward/judge/asked"]) == 2 * 3  # the question and two answers, per match
     assert float(row["reward/quality/asked"]) == 2
+    # the judges choose their ratings: even the untrained tiny model's are read
+    assert float(row["reward/judge/unparsable"]) == float(row["reward/quality/unparsable"]) == 0
