@@ -123,3 +123,29 @@ def test_cold_start_teaches_the_tiny_model_legal_tictactoe():
     assert report.last_loss < 0.2 * report.first_loss  # ~4.7 -> ~0.5
     after = evaluate(game, policy, opponents=["random"], matches=100)["random"]
     assert after.invalid_rate < INVALID_AFTER
+
+
+def test_a_batch_whose_logits_outgrow_the_budget_is_split_into_the_same_gradient(monkeypatch):
+    """SmolLM2's 49k vocabulary made one 64-row batch hold over 20 GB of logits: a batch over
+    MAX_STEP_LOGITS runs in parts whose gradients add up to the whole batch's."""
+    from selfplay.core.train import cold_start as module
+
+    policy = load_tiny_policy()
+    transcripts = scripted_transcripts(KuhnPoker(), ["random"], 6, seed=3)
+    examples = build_examples(policy, KuhnPoker(), transcripts)[:7]
+    assert len({len(e.target_ids) for e in examples}) > 1  # parts of unequal weight
+
+    def gradient() -> tuple[float, list[torch.Tensor]]:
+        policy.model.zero_grad(set_to_none=True)
+        loss = module.backward(policy, examples)
+        return loss, [p.grad.clone() for p in policy.model.parameters() if p.grad is not None]
+
+    whole_loss, whole = gradient()
+    vocab = module.vocabulary(policy.model)
+    width = max(len(e.prompt_ids) + len(e.target_ids) for e in examples)
+    monkeypatch.setattr(module, "MAX_STEP_LOGITS", 3 * width * vocab)  # three rows a part
+    assert [len(p) for p in module.micro_batches(examples, vocab)] == [3, 3, 1]
+    split_loss, split = gradient()
+    assert split_loss == pytest.approx(whole_loss, rel=1e-5)
+    for a, b in zip(whole, split, strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)

@@ -36,6 +36,11 @@ IGNORE = -100  # label of a position the loss skips (prompt and padding)
 MATCHES_PER_ROUND = 512
 # Distinct examples kept at most; longer cold starts revisit them in fresh shuffled orders.
 MAX_DISTINCT_EXAMPLES = 50_000
+# Logits a forward pass of the step may hold (rows x positions x vocabulary): 256 MB of float32.
+# A batch over it is split into micro-batches whose gradients add up to the batch's: SmolLM2's
+# 49k vocabulary made one 64-row batch of Kuhn poker hold over 20 GB; the tiny model's batches
+# stay whole.
+MAX_STEP_LOGITS = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,19 @@ def collate(examples: Sequence[Example], pad_id: int) -> dict[str, torch.Tensor]
         mask[row, :n] = 1
         labels[row, n_prompt:n] = torch.tensor(example.target_ids)
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def vocabulary(model: torch.nn.Module) -> int:
+    """The width of the model's logits."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    return int(getattr(head, "out_features", 0) or model.config.vocab_size)
+
+
+def micro_batches(examples: Sequence[Example], vocab: int) -> list[list[Example]]:
+    """``examples`` in order, in parts whose logits fit MAX_STEP_LOGITS (one part if all fit)."""
+    width = max(len(e.prompt_ids) + len(e.target_ids) for e in examples)
+    rows = max(1, MAX_STEP_LOGITS // (width * vocab))
+    return [list(examples[i : i + rows]) for i in range(0, len(examples), rows)]
 
 
 def target_loss(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -255,23 +273,36 @@ def _step(
     log: Callable[[int, float], None] | None,
 ) -> float:
     """One optimiser step on one batch; returns its loss."""
-    model = policy.model
-    batch = {k: v.to(model.device) for k, v in collate(examples, policy.pad_id).items()}
-    loss = target_loss(model, batch)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(
-            f"Cold-start loss became {loss.item()} at step {step}; lower the learning rate."
-        )
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    loss = backward(policy, examples, step)
     if max_grad_norm is not None:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
     optimizer.step()
-    value = loss.item()
     if log is not None:
-        log(step, value)
-    return value
+        log(step, loss)
+    return loss
+
+
+def backward(policy: HFPolicy, examples: Sequence[Example], step: int = 1) -> float:
+    """The batch's loss (the mean over its target tokens), its gradient added to the model's."""
+    model = policy.model
+    parts = micro_batches(examples, vocabulary(model))
+    targets = sum(len(e.target_ids) for e in examples)
+    loss = torch.zeros(())
+    for part in parts:  # one part unless the logits would outgrow MAX_STEP_LOGITS
+        batch = {k: v.to(model.device) for k, v in collate(part, policy.pad_id).items()}
+        part_loss = target_loss(model, batch)
+        if not torch.isfinite(part_loss):
+            raise FloatingPointError(
+                f"Cold-start loss became {part_loss.item()} at step {step}; lower the "
+                "learning rate."
+            )
+        if len(parts) > 1:  # the batch's mean over target tokens, a part's share at a time
+            part_loss = part_loss * (sum(len(e.target_ids) for e in part) / targets)
+        part_loss.backward()
+        loss = loss + part_loss.detach().cpu()
+    return loss.item()
 
 
 def _gather_examples(
