@@ -16,17 +16,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TimeRemainingColumn
 from rich.text import Text
 
-from selfplay.core.run.progress import PlainLines
+from selfplay.core.run.progress import PlainLines, progress_bar
 
 
 class RunDisplay:
@@ -39,16 +32,7 @@ class RunDisplay:
         self.console = console or Console(stderr=True)
         self.last_eval = ""
         self.fired: dict[str, int] = {}  # monitor column -> the first iteration it fired
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            _Remaining(),
-            console=self.console,
-            transient=True,
-        )
+        self.progress = progress_bar(self.console, _Remaining())
         self.lines: PlainLines | None = None
         self.headed = self.closed = False
 

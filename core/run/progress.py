@@ -44,6 +44,20 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
+def progress_bar(console: Console, remaining: TimeRemainingColumn | None = None) -> Progress:
+    """The terminal's bar: label, bar, n/total, status, time taken and time left."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        remaining or TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+
+
 class PlainLines:
     """Progress as a line of text every ``every`` seconds, for output that is not a terminal."""
 
@@ -104,16 +118,7 @@ class Ticker:
         self.bar: Progress | None = None
         self.lines: PlainLines | None = None
         if console is not None and console.is_terminal:
-            self.bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=console,
-                transient=True,
-            )
+            self.bar = progress_bar(console)
             self.task = self.bar.add_task(label, total=total, status="")
         else:
             self.lines = PlainLines(label, total, say, every, quiet=quiet)
