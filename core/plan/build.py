@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.game import Game
-from selfplay.api.objective import TRAIN_KEYS
 from selfplay.api.options import explain
 from selfplay.api.reward import Reward
 from selfplay.api.sampler import OpponentSampler
@@ -109,29 +108,6 @@ def build_estimator(config: RunConfig) -> Any:
     return construct(factory, config.estimator_options, owner, "estimator_options")
 
 
-def build_objective(config: RunConfig) -> Any:
-    """The run's objective, from its options (``objective_options``). A shared algorithm
-    setting (`TRAIN_KEYS`) that the objective's `Options` do not declare but its ``reads``
-    names (an objective written before they were options) reaches it through `train_settings`
-    alone; one it does not read is refused."""
-    factory = registries().objectives.get(config.objective)
-    owner = f"objective {config.objective!r}"
-    declared = getattr(factory, "Options", None)
-    fields = declared.model_fields if declared is not None else {}
-    given = dict(config.objective_options)
-    shared = {key: given.pop(key) for key in TRAIN_KEYS if key in given and key not in fields}
-    objective = construct(factory, given, owner, "objective_options")
-    unread = sorted(set(shared) - set(objective.reads()))
-    if unread and config.resume is None:  # a resumed run was checked when it began
-        raise ConfigError(
-            f"{owner} has no option {', '.join(unread)}: it does not read "
-            f"{'this setting' if len(unread) == 1 else 'these settings'}, so it would do "
-            f"nothing. It reads {describe_reads(objective)}; drop it, or choose an objective "
-            "that reads it (`selfplay objectives`)."
-        )
-    return objective
-
-
 def describe_reads(objective: Any) -> str:
     """``objective_options.update_epochs, ... and the estimator``, for messages and lists."""
     names = [f"objective_options.{name}" for name in sorted(objective.reads())]
@@ -207,7 +183,6 @@ __all__ = [
     "build_estimator",
     "build_game",
     "build_learner",
-    "build_objective",
     "build_reward",
     "build_sampler",
     "construct",

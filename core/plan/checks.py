@@ -20,7 +20,8 @@ from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import NAME, RESERVED, learner_config, learner_roles, served
 from selfplay.core.models.policy_table import check_choice
 from selfplay.core.plan.build import describe_reads, split_spec
-from selfplay.core.plan.ownership import asked_objective, unread_settings
+from selfplay.core.plan.objectives import Objectives
+from selfplay.core.plan.ownership import unread_settings
 
 
 def check_given(objective: Any, config: RunConfig, given: dict[str, Any]) -> None:
@@ -33,19 +34,21 @@ def check_given(objective: Any, config: RunConfig, given: dict[str, Any]) -> Non
         raise ConfigError(_unread_message(unread, f"objective {config.objective!r}", objective))
 
 
-def check_learner_settings(config: RunConfig) -> None:
+def check_learner_settings(config: RunConfig, objectives: Objectives | None = None) -> None:
     """Refuse a learner's own setting (``learners.NAME.train.KEY``, its estimator) that the
     learner's objective does not read, as `check_given` refuses the run's."""
     if config.resume is not None:
         return
+    objectives = objectives or Objectives()
     for name, learner in config.learners.items():
         own = {f"train.{key}" for key in (learner.train.model_fields_set if learner.train else ())}
         own |= {f"objective_options.{key}" for key in learner.objective_options or {}}
         own |= {key for key in ("estimator", "estimator_options") if getattr(learner, key)}
-        objective = asked_objective(learner_config(config, name))
+        mine = learner_config(config, name)
+        objective = objectives.asked(mine)
         unread = sorted(f"learners.{name}.{key}" for key in unread_settings(objective, own))
         if unread:
-            which = f"the objective {learner_config(config, name).objective!r} of learner {name!r}"
+            which = f"the objective {mine.objective!r} of learner {name!r}"
             raise ConfigError(_unread_message(unread, which, objective))
 
 

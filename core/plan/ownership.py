@@ -12,7 +12,7 @@ from typing import Any
 
 from selfplay.api.objective import TRAIN_KEYS
 from selfplay.core.config import RunConfig
-from selfplay.core.plan.build import build_objective
+from selfplay.core.plan.objectives import Objectives
 
 # config keys whose effect belongs to an objective's setting -> the `Objective.reads` name that
 # uses them ("advantages": read by every objective that needs advantages). The shared
@@ -51,8 +51,7 @@ def unread_settings(objective: Any, settings: dict[str, Any]) -> set[str]:
     return {key for key in settings if (name := owner(key)) is not None and name not in read}
 
 
-def asked_objective(config: RunConfig) -> Any:
+def asked_objective(config: RunConfig, objectives: Objectives | None = None) -> Any:
     """The run's objective, to ask what it reads (the shared settings it is given are checked
-    against that answer, so they are left out here)."""
-    options = {k: v for k, v in config.objective_options.items() if k not in TRAIN_KEYS}
-    return build_objective(config.model_copy(update={"objective_options": options}))
+    against that answer): the one ``objectives`` built, else a fresh one."""
+    return (objectives or Objectives()).asked(config)

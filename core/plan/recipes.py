@@ -31,26 +31,29 @@ from selfplay.core.config.sections import MOVED, moved_key
 from selfplay.core.plan.build import reward_expression
 from selfplay.core.plan.checks import check_given, check_learner_settings, check_stale
 from selfplay.core.plan.config_loader import explain
+from selfplay.core.plan.objectives import Objectives
 from selfplay.core.plan.ownership import asked_objective, unread_settings
 from selfplay.plugins.manager import registries
 
 
-def resolve(config: RunConfig) -> RunConfig:
-    """The config a run trains with (see the module doc). Idempotent, so a resume agrees."""
+def resolve(config: RunConfig, objectives: Objectives | None = None) -> RunConfig:
+    """The config a run trains with (see the module doc). Idempotent, so a resume agrees.
+    The objectives it asks are built in ``objectives`` (a run's plan keeps them)."""
+    objectives = objectives or Objectives()
     given = config.model_dump(exclude_unset=True)
     recipe = chosen_recipe(config)
     settings = recipe_settings(recipe, given, named=_named(config)) if recipe else {}
     config = _with(config, settings, given, recipe)
-    objective = asked_objective(config)
+    objective = objectives.asked(config)
     unread = unread_settings(objective, settings)
     if unread:  # a recipe's settings the objective does not read: left out
         kept = {key: value for key, value in settings.items() if key not in unread}
         config = _with(RunConfig.model_validate(given), kept, given, recipe)
     check_given(objective, config, _flat(given))
-    check_learner_settings(config)
+    check_learner_settings(config, objectives)
     for name in config.learners or [None]:  # what each objective does with stale samples
         mine = learner_config(config, name) if name else config
-        check_stale(mine, asked_objective(mine) if name else objective)
+        check_stale(mine, objectives.asked(mine) if name else objective)
     update: dict[str, Any] = {"recipe": recipe.name if recipe else NO_RECIPE}
     game_cls = registries().games.get(config.game)
     update["reward"] = reward_expression(config, game_cls)
@@ -126,17 +129,19 @@ def _for_another(key: str, every: dict[str, Any], given: dict[str, Any]) -> bool
     return mine is not None and mine != theirs
 
 
-def applied(config: RunConfig) -> dict[str, Any]:
+def applied(config: RunConfig, objectives: Objectives | None = None) -> dict[str, Any]:
     """The recipe's settings this resolved run trains with, and their values (for the banner)."""
-    return {key: trained for key, (trained, _) in _recipe_keys(config).items()}
+    return {key: trained for key, (trained, _) in _recipe_keys(config, objectives).items()}
 
 
-def banner_settings(config: RunConfig) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+def banner_settings(
+    config: RunConfig, objectives: Objectives | None = None
+) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
     """For the banner: the recipe's settings the run trains with (the recipe's values), and
     those the user set otherwise (``{key: (the run's value, the recipe's)}``), so that a user's
     ``--iterations 2`` is not shown as the recipe's own."""
     kept, changed = {}, {}
-    for key, (trained, theirs) in _recipe_keys(config).items():
+    for key, (trained, theirs) in _recipe_keys(config, objectives).items():
         if _agrees(trained, theirs):
             kept[key] = theirs
         else:
@@ -159,13 +164,16 @@ def _like(trained: Any, theirs: Any) -> Any:
     return trained
 
 
-def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
+def _recipe_keys(
+    config: RunConfig, objectives: Objectives | None = None
+) -> dict[str, tuple[Any, Any]]:
     """Each recipe setting that applies to this resolved run: (the run's value, the recipe's)."""
     recipe = chosen_recipe(config)
     if recipe is None:
         return {}
     settings = config.model_dump()
-    unread = unread_settings(asked_objective(config), recipe.resolved(registries().recipes.get))
+    objective = asked_objective(config, objectives)
+    unread = unread_settings(objective, recipe.resolved(registries().recipes.get))
     out = {}
     for key, value in recipe_settings(recipe, settings, named=_named(config)).items():
         # the banner's first line names the game; {} is a learner kept without its settings
@@ -181,10 +189,10 @@ def _recipe_keys(config: RunConfig) -> dict[str, tuple[Any, Any]]:
     return out
 
 
-def recipe_line(config: RunConfig) -> str:
+def recipe_line(config: RunConfig, objectives: Objectives | None = None) -> str:
     """The banner's line of the recipe's settings: those the run trains with, then those the
     user set otherwise, each with the recipe's value ("" without a recipe)."""
-    kept, changed = banner_settings(config)
+    kept, changed = banner_settings(config, objectives)
     if not kept and not changed:
         return ""
     shown = " ".join(f"{key}={json.dumps(value)}" for key, value in kept.items())
@@ -198,13 +206,13 @@ def recipe_line(config: RunConfig) -> str:
     return line
 
 
-def recipe_notes(config: RunConfig) -> list[str]:
+def recipe_notes(config: RunConfig, objectives: Objectives | None = None) -> list[str]:
     """What the banner says of the recipe's settings that the objective does not read."""
     recipe = chosen_recipe(config)
     if recipe is None:
         return []
     every = recipe_settings(recipe, config.model_dump(exclude_unset=True), named=_named(config))
-    unread = sorted(unread_settings(asked_objective(config), every))
+    unread = sorted(unread_settings(asked_objective(config, objectives), every))
     if not unread:
         return []
     named = ", ".join(f"{key}={every[key]}" for key in unread)

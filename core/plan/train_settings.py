@@ -10,8 +10,7 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.objective import TRAIN_KEYS, Objective, TrainSettings
 from selfplay.core.config import RunConfig
 from selfplay.core.config.sections import MOVED
-from selfplay.core.plan.build import build_objective
-from selfplay.core.plan.checks import check_stale
+from selfplay.core.plan.objectives import Objectives, refuse_unread_shared
 
 
 def train_settings(config: RunConfig, objective: Objective) -> TrainSettings:
@@ -44,13 +43,17 @@ def importance_cap(config: RunConfig) -> float | None:
     return 2.0 if rollout.served else None
 
 
-def bound_objective(config: RunConfig) -> Any:
-    """The run's objective, told its settings and checked against the run before any work:
-    a setting it refuses (``legal-pg`` with two epochs) or a ``generation.choice`` it does
-    not train is a ConfigError before the run folder or the model exists."""
-    objective = build_objective(config)
+def bound_objective(
+    config: RunConfig, objectives: Objectives | None = None, learner: str = ""
+) -> Any:
+    """The objective ``learner`` trains with (``""``: the shared policy), told its settings
+    and checked against the run before any work: a setting it refuses (``legal-pg`` with two
+    epochs), one it does not read or a ``generation.choice`` it does not train is a
+    ConfigError before the run folder or the model exists. What it does with stale samples
+    was checked when the run was resolved (`check_stale`)."""
+    objective = (objectives or Objectives()).learner(config, learner)
+    refuse_unread_shared(objective, config)
     objective.bind(train_settings(config, objective))
-    check_stale(config, objective)
     needed = objective.generation_choice
     if needed is not None and needed != config.generation.choice:
         raise ConfigError(

@@ -41,7 +41,7 @@ from selfplay.core.plan.build import (
 )
 from selfplay.core.plan.checks import check_learner_judges, check_players
 from selfplay.core.plan.ownership import reads
-from selfplay.core.plan.train_settings import train_settings
+from selfplay.core.plan.plan import RunPlan
 from selfplay.core.run.model_setup import build_learners, prepare_learner
 from selfplay.core.serving.backend import Backend, served_backend
 from selfplay.core.train.learners import Learner, policies
@@ -59,7 +59,8 @@ class Parts:
     learners: list[Learner]  # the shared policy, or one per group of roles
 
     @classmethod
-    def build(cls, config: RunConfig) -> Parts:
+    def build(cls, planned: RunPlan) -> Parts:
+        config = planned.config
         game = build_game(config)
         sampler = build_sampler(config, game)
         reward = build_reward(config, game)
@@ -67,7 +68,7 @@ class Parts:
         check_players(config, game)
         check_keep_best(config)
         check_learner_judges(config, reward.models)
-        learners = build_learners(config, game)
+        learners = build_learners(planned, game)
         return cls(game, sampler, reward, callbacks, learners)
 
 
@@ -135,7 +136,7 @@ class Assembly:
         """Set ``learner`` up, with a KL reference when anything reads one."""
         train, objective = learner.config.train, learner.objective
         kl = "kl_coef" in reads(objective)  # the objective's own KL, if scheduled
-        kl_coef = train_settings(learner.config, objective).kl_coef
+        kl_coef = objective.train.kl_coef  # as the plan bound it
         wanted = (
             (kl and (kl_coef > 0 or train.kl_coef_step > 0))
             or objective.wants_reference()

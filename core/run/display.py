@@ -26,9 +26,15 @@ class RunDisplay:
     """Only the main process shows anything (``enabled``); the others stay quiet."""
 
     def __init__(
-        self, config: Any, folder: Any, console: Console | None = None, enabled: bool = True
+        self,
+        config: Any,
+        folder: Any,
+        console: Console | None = None,
+        enabled: bool = True,
+        banner: tuple[str, tuple[str, ...]] = ("", ()),
     ) -> None:
         self.config, self.folder, self.enabled = config, folder, enabled
+        self.banner = banner  # the plan's line of the recipe's settings, and its notes
         self.console = console or Console(stderr=True)
         self.last_eval = ""
         self.fired: dict[str, int] = {}  # monitor column -> the first iteration it fired
@@ -49,14 +55,12 @@ class RunDisplay:
             f"{estimator}objective={c.objective} matches={c.matches} "
             f"iterations={c.iterations} -> {self.folder.path}"
         )
-        from selfplay.core.config import RunConfig
-        from selfplay.core.plan.recipes import recipe_line, recipe_notes
-
         if getattr(c, "learners", None):
             self.console.print(escape(learners_line(c)))
-        if isinstance(c, RunConfig) and (line := recipe_line(c)):
+        line, notes = self.banner
+        if line:
             self.console.print(escape(line))
-        for note in recipe_notes(c) if isinstance(c, RunConfig) else ():
+        for note in notes:
             self.console.print(f"[yellow]note:[/yellow] {escape(note)}")
 
     def __enter__(self) -> RunDisplay:

@@ -21,14 +21,14 @@ from selfplay.api.game import Game
 from selfplay.api.sampler import LEARNER, learner_seat
 from selfplay.api.types import Role
 from selfplay.core.config import RunConfig
-from selfplay.core.config.learners import learner_config, learner_roles
+from selfplay.core.config.learners import learner_roles
 from selfplay.core.machine.hardware import gradient_clipper
 from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.plan.build import build_estimator
 from selfplay.core.plan.checks import check_learners
-from selfplay.core.plan.train_settings import bound_objective, train_settings
+from selfplay.core.plan.plan import LearnerPlan, RunPlan
 from selfplay.core.run.progress import Ticker
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.learners import Learner
@@ -39,16 +39,17 @@ from selfplay.core.train.update.reference import Reference
 from selfplay.core.train.update.updater import Updater
 
 
-def build_learners(config: RunConfig, game: Game) -> list[Learner]:
-    """The run's learners: the shared policy when no ``learners`` are named."""
+def build_learners(planned: RunPlan, game: Game) -> list[Learner]:
+    """The run's learners, from their plans: the shared policy when no ``learners`` are named."""
+    config = planned.config
     if not config.learners:
-        return [_built(LEARNER, tuple(game.roles), config, game, "--model")]
+        return [_built(LEARNER, tuple(game.roles), planned.learner(None), game, "--model")]
     check_learners(config, game)
     return [
         _built(
             name,
             tuple(learner_roles(name, settings)),
-            learner_config(config, name),
+            planned.learner(name),
             game,
             f"learners.{name}.model",
             every=settings.update_every,
@@ -58,9 +59,9 @@ def build_learners(config: RunConfig, game: Game) -> list[Learner]:
 
 
 def _built(
-    name: str, roles: tuple[Role, ...], config: RunConfig, game: Game, what: str, every: int = 1
+    name: str, roles: tuple[Role, ...], planned: LearnerPlan, game: Game, what: str, every: int = 1
 ) -> Learner:
-    objective = bound_objective(config)
+    config, objective = planned.config, planned.objective
     estimator = build_estimator(config)
     estimator.bind(game.name, game.roles)
     policy = build_learner(config, what)
@@ -105,8 +106,7 @@ def prepare_learner(
     if "mixed" in config.hardware.precision and hasattr(learner, "forward_context"):
         learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
-    train, settings = config.train, train_settings(config, objective)
-    objective.bind(settings)
+    train, settings = config.train, objective.train  # as the plan bound it
     if fabric.world_size > 1:
         objective.reduce = processes.sum  # for batch statistics over every process
     updater = Updater(

@@ -33,7 +33,7 @@ from selfplay.core.machine.hardware import (
     thread_split,
 )
 from selfplay.core.machine.processes import Processes
-from selfplay.core.plan.recipes import resolve
+from selfplay.core.plan.plan import RunPlan, plan
 from selfplay.core.run import faults
 from selfplay.core.run.assembly import Assembly, Parts
 from selfplay.core.run.display import RunDisplay
@@ -51,7 +51,8 @@ from selfplay.core.train.state import RunState
 
 def train(config: RunConfig, console: Any = None) -> TrainResult:
     quiet_libraries()
-    config = resolve(config)  # the recipe's settings under the user's (core/plan/recipes.py)
+    planned = plan(config)  # the recipe's settings under the user's, each objective built once
+    config = planned.config
     # before Fabric launches the other processes (they rerun this command: a refusal there
     # would come once per process, and under pytest a whole test session per process)
     check_rollout_servers(config)
@@ -63,23 +64,24 @@ def train(config: RunConfig, console: Any = None) -> TrainResult:
     if split is not None:  # local rollout workers: the trainer keeps to cores of its own
         os.sched_setaffinity(0, split[0])
     cores = split[1] if split else None
-    return Trainer(fabric, config, console, (worker_threads, cores)).run()
+    return Trainer(fabric, planned, console, (worker_threads, cores)).run()
 
 
 class Trainer:
     def __init__(
         self,
         fabric: L.Fabric,
-        config: RunConfig,
+        planned: RunPlan,
         console: Any = None,
         workers: tuple[int, list[list[int]] | None] = (0, None),
     ) -> None:
         self.workers = workers  # each local rollout worker's threads and cores (None: any)
-        self.fabric, self.config, self.console = fabric, config, console
+        config = planned.config
+        self.fabric, self.plan, self.config, self.console = fabric, planned, config, console
         self.processes = Processes(fabric, trim=config.hardware.malloc_trim)
         self.main = self.processes.main
         torch.manual_seed(config.seed)
-        self.parts = Parts.build(config)
+        self.parts = Parts.build(planned)
         check_rollout_servers(config, fabric.world_size)
         check_loggers(config.loggers, config.logger_options)  # before the run folder is made
         self.folder = open_run_folder(config, self.main)
@@ -173,7 +175,8 @@ class Trainer:
         config = self.config
         found = resume.checkpoints(config.resume, self._say) if config.resume else None
         resuming = bool(found and found.complete)
-        self.display = RunDisplay(config, self.folder, self.console, self.main)
+        banner = (self.plan.recipe_line, self.plan.recipe_notes)
+        self.display = RunDisplay(config, self.folder, self.console, self.main, banner)
         self.display.header()  # before the cold start
         self.state = state = self._set_up(resuming=resuming)
         assert self.shared is not None

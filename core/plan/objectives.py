@@ -1,0 +1,96 @@
+"""The run's objectives, each built once.
+
+Planning asks a run's objective what it reads and does (the recipe settings it leaves out, the
+user's it refuses, what it does with a stale sample) before any learner exists, and each
+learner then trains with an objective of its own. `Objectives` builds one the first time it
+is asked for and hands the same one back when it is asked again with the same options: a
+question takes any objective built from those options, a learner takes the one it was given
+(or one only asked so far), so a run constructs one objective per learner.
+
+A shared algorithm setting (`TRAIN_KEYS`) that an objective's `Options` do not declare never
+reaches its constructor: an objective written before they were options reads it through
+`TrainSettings` alone, and `refuse_unread_shared` refuses one it does not read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from selfplay.api.errors import ConfigError
+from selfplay.api.objective import TRAIN_KEYS
+from selfplay.core.config import RunConfig
+from selfplay.core.plan.build import construct, describe_reads
+from selfplay.plugins.manager import registries
+
+
+@dataclass
+class _Built:
+    options: str  # the objective's name and constructor options, as one comparable text
+    objective: Any
+    learner: str | None  # the learner it was handed to; None: only asked so far
+
+
+class Objectives:
+    """The objectives one run builds (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._built: list[_Built] = []
+
+    def asked(self, config: RunConfig) -> Any:
+        """The objective ``config`` names, to ask what it reads and does."""
+        options, factory, given = _options(config)
+        for built in self._built:
+            if built.options == options:
+                return built.objective
+        return self._build(options, factory, given, config, None)
+
+    def learner(self, config: RunConfig, learner: str) -> Any:
+        """The objective that ``learner`` trains with: its own, built once."""
+        options, factory, given = _options(config)
+        mine = [b for b in self._built if b.options == options and b.learner == learner]
+        free = [b for b in self._built if b.options == options and b.learner is None]
+        if mine or free:
+            chosen = (mine or free)[0]
+            chosen.learner = learner
+            return chosen.objective
+        return self._build(options, factory, given, config, learner)
+
+    def _build(
+        self, options: str, factory: Any, given: dict[str, Any], config: RunConfig, learner: Any
+    ) -> Any:
+        owner = f"objective {config.objective!r}"
+        objective = construct(factory, given, owner, "objective_options")
+        self._built.append(_Built(options, objective, learner))
+        return objective
+
+
+def _options(config: RunConfig) -> tuple[str, Any, dict[str, Any]]:
+    """The objective's factory and its constructor options (a shared setting its `Options`
+    do not declare left out), and the two as one comparable text."""
+    factory = registries().objectives.get(config.objective)
+    declared = getattr(factory, "Options", None)
+    fields = declared.model_fields if declared is not None else {}
+    given = {
+        key: value
+        for key, value in config.objective_options.items()
+        if key not in TRAIN_KEYS or key in fields
+    }
+    text = json.dumps([config.objective, given], sort_keys=True, default=repr)
+    return text, factory, given
+
+
+def refuse_unread_shared(objective: Any, config: RunConfig) -> None:
+    """A shared algorithm setting given in ``objective_options`` that the objective neither
+    declares nor reads would do nothing: refused (a resumed run was checked when it began)."""
+    declared = getattr(getattr(type(objective), "Options", None), "model_fields", {})
+    shared = {key for key in config.objective_options if key in TRAIN_KEYS and key not in declared}
+    unread = sorted(shared - set(objective.reads()))
+    if unread and config.resume is None:
+        raise ConfigError(
+            f"objective {config.objective!r} has no option {', '.join(unread)}: it does not "
+            f"read {'this setting' if len(unread) == 1 else 'these settings'}, so it would do "
+            f"nothing. It reads {describe_reads(objective)}; drop it, or choose an objective "
+            "that reads it (`selfplay objectives`)."
+        )
