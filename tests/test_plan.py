@@ -69,5 +69,5 @@ def test_the_plan_carries_the_banner_and_the_resolved_config(tmp_path):
 
 
 def test_a_setting_the_objective_does_not_read_is_still_refused(tmp_path):
-    with pytest.raises(ConfigError, match="objective_options.clip"):
+    with pytest.raises(ConfigError, match=r"objective_options\.clip"):
         plan(config_of(tmp_path, ["objective_options.clip=0.3"], objective="sft"))
