@@ -49,7 +49,8 @@ def fresh_plugins(monkeypatch):
 
 @pytest.fixture
 def kill_at_iteration(tmp_path):
-    """Start ``selfplay run ARGS`` in a process and SIGKILL it once it reaches ``iteration``."""
+    """Start ``selfplay run ARGS`` in a process and SIGKILL it once ``iteration`` is
+    checkpointed: in the next iteration, after its matches (ARGS run more iterations)."""
     import signal
     import subprocess
     import sys
@@ -72,6 +73,6 @@ def kill_at_iteration(tmp_path):
             time.sleep(0.1)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        assert marker.exists(), f"the run never reached iteration {iteration}"
+        assert marker.exists(), f"the run never went past iteration {iteration}"
 
     return kill

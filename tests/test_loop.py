@@ -73,6 +73,8 @@ def test_resume_after_sigkill_is_bitwise_equal(tmp_path, kill_at_iteration):
     elapsed = {i: float(v) for i, v in column_of(tmp_path / "k", "elapsed_seconds").items()}
     saved = torch.load(tmp_path / "k" / "checkpoints" / "iter-000003" / "state.ckpt")
     assert saved["progress"]["seconds"] == elapsed[3]
+    # a checkpoint is taken after the callbacks' on_iteration_end (Lightning's order)
+    assert saved["callbacks"]["test-running-sum"]["ended"] == 3
     assert elapsed[1] < elapsed[2] < elapsed[3]
 
 

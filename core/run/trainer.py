@@ -1,11 +1,12 @@
 """A training run, on Lightning Fabric: the loop around the iteration.
 
-    build the parts by name (core/plan/build.py) -> the run folder
-    -> set the learner up: adapters, device, cold start, optimiser, reference (model_setup.py)
-    -> resume from the newest checkpoint (folder/resume.py), or start the league
+    the plan (core/plan/plan.py) -> build the parts by name (core/plan/build.py) -> the run
+    folder -> set the learner up: adapters, device, cold start, optimiser, reference
+    (model_setup.py) -> resume from the newest checkpoint (folder/resume.py), or start the league
     -> each iteration (core/train/loop.py), then the hooks: the run's own duties first
        (core/run/duties/: the episode log, evaluations, the metrics row, the display, the
-       weight average's hand-over, checkpoints, plots), then the users' callbacks
+       weight average's hand-over), then the users' callbacks, then checkpoints (with what a
+       callback did at the iteration's end), the league's tables, plots
 
 Fabric owns devices, precision, the DDP / DeepSpeed strategies, checkpoint I/O and loggers;
 the loop itself is ours. Process 0 alone writes the run folder. Plug-ins see the run through
@@ -131,12 +132,13 @@ class Trainer:
 
     def _train(self) -> TrainResult:
         """The loop alone: the run's duties (core/run/duties/) and the users' callbacks do the
-        rest, on the same hooks, the duties first."""
+        rest, on the same hooks: the duties first, the users' callbacks, then the checkpoint
+        and what follows it (core/run/duties/roster.py)."""
         config = self.config
         state, start, iterate = self._start()
         result = TrainResult(self.folder)
         assert self.shared is not None
-        duties = run_duties(
+        before, after = run_duties(
             state,
             result,
             folder=self.folder,
@@ -148,7 +150,8 @@ class Trainer:
             phase=self._phase,
             say=self._say,
         )
-        hooks = [*duties, *(callback for _, callback in state.callbacks)]
+        duties = [*before, *after]
+        hooks = [*before, *(callback for _, callback in state.callbacks), *after]
         with self.display, frozen_heap():  # the collector skips what setup built (hardware.py)
             state.view = state.view.at(start)
             for hook in hooks:

@@ -151,7 +151,8 @@ class DiskFull(Callback):
 
 class KillPoint(Callback):
     """SELFPLAY_TEST_KILL_AT=N>TARGET: from the start of iteration N, SIGKILL at TARGET
-    (see kill_point.py); nothing without the variable (so a resume runs through)."""
+    (see kill_point.py: installed here, at the end of iteration N-1, it counts from the
+    start of iteration N); nothing without the variable (so a resume runs through)."""
 
     def on_iteration_end(self, view, row):
         at, _, target = os.environ.get("SELFPLAY_TEST_KILL_AT", "").partition(">")

@@ -22,10 +22,12 @@ from selfplay.plugins import manager
 
 
 class StallAfter(Callback):
-    """At iteration SELFPLAY_TEST_STALL_AT, write a marker file and sleep (to be SIGKILLed)."""
+    """Once iteration SELFPLAY_TEST_STALL_AT is checkpointed (checkpoints come after the
+    callbacks' on_iteration_end), write a marker file and sleep (to be SIGKILLed): during
+    the next iteration, once its matches are logged, so that a resume also drops them."""
 
-    def on_iteration_end(self, view, row):
-        if view.iteration == int(os.environ.get("SELFPLAY_TEST_STALL_AT", -1)):
+    def on_iteration_metrics(self, view, episodes, row):
+        if view.iteration == int(os.environ.get("SELFPLAY_TEST_STALL_AT", -1)) + 1:
             Path(os.environ["SELFPLAY_TEST_MARKER"]).write_text(str(view.iteration))
             time.sleep(600)
 
@@ -53,16 +55,20 @@ class RunningSum(Callback):
     def __init__(self, **options):
         super().__init__(**options)
         self.total = 0.0
+        self.ended = 0  # iterations ended: a checkpoint must hold its own iteration's end
 
     def on_iteration_metrics(self, view, episodes, row):
         self.total += row["mean_reward"] + view.iteration
         row["test/running_sum"] = self.total
 
+    def on_iteration_end(self, view, row):
+        self.ended = view.iteration
+
     def state_dict(self):
-        return {"total": self.total}
+        return {"total": self.total, "ended": self.ended}
 
     def load_state_dict(self, state):
-        self.total = state["total"]
+        self.total, self.ended = state["total"], state["ended"]
 
 
 class Scramble(Callback):
