@@ -22,6 +22,7 @@ from selfplay.api.objective import (
     KLCoef,
     Loss,
     Objective,
+    ObjectiveOptions,
     RoleLRScale,
     Scored,
     UpdateEpochs,
@@ -36,9 +37,6 @@ from selfplay.api.tasks import Suite
 from selfplay.api.types import Completion, Episode, Message, Turn
 from selfplay.api.verifier import Verdict, Verifier
 from selfplay.plugins.hookspecs import hookimpl
-
-# The base of an objective's options (every plug-in kind's ``Options`` derives from it).
-ObjectiveOptions = Options
 
 __version__ = "0.1.0"
 

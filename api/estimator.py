@@ -22,6 +22,35 @@ def local(tensor: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a learner's turns were sampled, as the update's corrections read it; one record
+    rides with every sample of a learner (`Sample.sampling`).
+
+    ``importance_cap``: the cap C of the importance weight between the policy trained and the
+    one that sampled (``rollout.importance_cap``; 2.0 when the turns are served, where another
+    copy of the weights sampled them); None: sampled by the weights being trained, nothing to
+    correct. ``max_staleness``: the weight syncs its learner lets a sample trail by
+    (``rollout.max_staleness``; 0: trained in turn). ``age_decay``: under ``rollout.stale:
+    reweight``, the factor a sample's loss takes per sync past that cap (None: not reweighted).
+    """
+
+    importance_cap: float | None = None
+    max_staleness: int = 0
+    age_decay: float | None = None
+
+    def age_weight(self, staleness: int) -> float:
+        """A sample's loss factor for its age: ``age_decay ** (staleness - max_staleness)``
+        past the cap under ``rollout.stale: reweight``, else 1."""
+        if self.age_decay is None or staleness <= self.max_staleness:
+            return 1.0
+        return self.age_decay ** (staleness - self.max_staleness)
+
+
+#: Turns sampled in process by the weights they train: nothing to correct.
+IN_PROCESS = Sampling()
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One learner turn ready for the update: what it saw, what it wrote, what that earned."""
 
@@ -49,6 +78,8 @@ class Sample:
     # under the legal choice, log q(chosen answer) under the policy that chose it (the menu's
     # softmax); None when not recorded (in-process play, whose samples are never stale)
     choice_logprob: float | None = None
+    # how its turn was sampled (served or in process, the staleness cap, the age decay)
+    sampling: Sampling = IN_PROCESS
 
 
 class Estimator(ABC):

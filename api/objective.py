@@ -23,8 +23,10 @@ An objective owns its settings: they are fields of its `Options` (``objective_op
 typed, with their defaults and descriptions, so ``selfplay objectives`` lists them. The
 algorithm settings several objectives share are typed once here (`UpdateEpochs`, `Clip`,
 `KLCoef`, `EntropyCoef`, `RoleLRScale`: the `TRAIN_KEYS`); an objective that reads one
-declares it among its options, and `reads` is derived from them. They reach the objective as
-`TrainSettings` (``self.train``), the form `loss` reads. The old spellings ``train.clip``,
+declares it among its options, and `reads` is derived from them: `loss` reads every setting
+from ``self.options``, the one face it has. How a sample's turn was sampled (served, its
+staleness cap, the age decay) rides with the sample (`Sample.sampling`), not with the
+objective. The old spellings ``train.clip``,
 ``train.kl_coef``, ... are mapped onto ``objective_options`` (docs/configuration.md). A
 setting the user gives that the objective does not take would do nothing, so the run refuses
 it; a recipe's is left out with a note.
@@ -98,36 +100,16 @@ RoleLRScale = Annotated[
     dict[str, float], Field(description="Per-role loss scale, e.g. {player_1: 0.5}.")
 ]
 
-#: The shared algorithm settings, by name; `TrainSettings` carries them to `loss`.
-TRAIN_KEYS = ("update_epochs", "clip", "kl_coef", "entropy_coef", "role_lr_scale")
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """The shared algorithm settings an objective reads (its options), as `loss` reads them
-    (``self.train``); those it does not read (`Objective.reads`) keep the neutral values
-    below."""
-
-    update_epochs: int = 1
-    clip: float = 0.2
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.0
-    role_lr_scale: dict[str, float] = field(default_factory=dict)
-    # served rollouts: the cap C of the truncated importance weight min(pi_trainer / pi_server,
-    # C) on each sampled token (``rollout.importance_cap``; None: no correction)
-    importance_cap: float | None = None
-    # served, overlapped rollouts (``rollout.*``, or ``learners.NAME.*``): the staleness cap,
-    # and with ``stale: reweight`` the factor a sample's loss takes per sync past the cap
-    # (None: such samples are not trained, or the producer waits; `age_weight`)
-    max_staleness: int = 0
-    age_decay: float | None = None
-
-    def age_weight(self, staleness: int) -> float:
-        """A sample's loss factor for its age: ``age_decay ** (staleness - max_staleness)``
-        past the cap under ``rollout.stale: reweight``, else 1."""
-        if self.age_decay is None or staleness <= self.max_staleness:
-            return 1.0
-        return self.age_decay ** (staleness - self.max_staleness)
+#: The shared algorithm settings, by name, and what each is for an objective that does not
+#: declare it (nothing it reads: one epoch, no KL, no entropy bonus, no role's scale).
+UNREAD: dict[str, Any] = {
+    "update_epochs": 1,
+    "clip": 0.2,
+    "kl_coef": 0.0,
+    "entropy_coef": 0.0,
+    "role_lr_scale": {},
+}
+TRAIN_KEYS = tuple(UNREAD)
 
 
 @dataclass(frozen=True)
@@ -153,11 +135,18 @@ class IterationData:
     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
+class ObjectiveOptions(Options):
+    """An objective's options when it declares none of its own: the update's passes over each
+    batch. An objective's `Options` derive from it, or from `Options` to read no epochs."""
+
+    update_epochs: UpdateEpochs = 1
+
+
 class Objective(ABC):
     """What the update minimises; options arrive as keyword arguments (``objective_options``)."""
 
     name: ClassVar[str] = "objective"
-    Options: ClassVar[type[Options]] = Options
+    Options: ClassVar[type[Options]] = ObjectiveOptions
     needs: ClassVar[Needs] = "advantages"
     #: Column names `loss` reports, in order; every step logs their means (0 when no step ran).
     metric_names: ClassVar[tuple[str, ...]] = ()
@@ -173,15 +162,24 @@ class Objective(ABC):
 
     def __init__(self, **options: Any) -> None:
         self.options = type(self).Options(**options)
-        self.train = TrainSettings()
+
+    @property
+    def train(self) -> Any:
+        """Gone: the settings were copied here as ``self.train``; they are read from
+        ``self.options`` now, and a sample's rollout facts from ``sample.sampling``."""
+        raise AttributeError(
+            f"{type(self).__name__}.train is gone: read the objective's settings from "
+            "self.options (self.options.kl_coef, .clip, .entropy_coef, .update_epochs, "
+            ".role_lr_scale: declare them among your Options), a sample's importance cap and "
+            "age weight from sample.sampling (CHANGELOG.md)."
+        )
 
     def reads(self) -> frozenset[str]:
         """The shared algorithm settings (of `TRAIN_KEYS`) this objective reads: those its
-        `Options` declare, else ``update_epochs`` only. An objective that ``needs`` advantages
-        reads the estimator's settings too (``estimator``, ``estimator_options``,
-        ``train.search_weight``)."""
-        declared = frozenset(TRAIN_KEYS) & set(type(self).Options.model_fields)
-        return declared or frozenset({"update_epochs"})
+        `Options` declare (`ObjectiveOptions` declares ``update_epochs``). An objective that
+        ``needs`` advantages reads the estimator's settings too (``estimator``,
+        ``estimator_options``, ``train.search_weight``)."""
+        return frozenset(TRAIN_KEYS) & set(type(self).Options.model_fields)
 
     @staticmethod
     def reduce(tensor: torch.Tensor) -> torch.Tensor:
@@ -193,10 +191,18 @@ class Objective(ABC):
         """
         return tensor
 
-    def bind(self, train: TrainSettings) -> None:
-        """Told before training the run's update settings, and again whenever a schedule
-        changes one (``train.kl_coef_step`` moves ``kl_coef`` each iteration)."""
-        self.train = train
+    def shared(self, key: str) -> Any:
+        """The shared setting ``key`` (of `TRAIN_KEYS`) as this objective trains with it: its
+        option, or the value that changes nothing when it does not declare one (`UNREAD`)."""
+        if key in type(self).Options.model_fields:
+            return getattr(self.options, key)
+        unread = UNREAD[key]
+        return dict(unread) if isinstance(unread, dict) else unread
+
+    def set_kl_coef(self, kl_coef: float) -> None:
+        """This iteration's KL coefficient, from the schedule (``train.kl_coef_step``): the
+        objective's options with ``kl_coef`` changed. Only for an objective that reads it."""
+        self.options = self.options.model_copy(update={"kl_coef": kl_coef})
 
     @abstractmethod
     def prepare(self, data: IterationData) -> list[Any]:

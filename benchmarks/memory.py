@@ -111,7 +111,7 @@ def make_samples(n: int, vocab: int, prompt: int, answer: int) -> list[Any]:
 def measure_update(args: argparse.Namespace) -> dict[str, Any]:
     """One update in this process; the peak memory it added, in MB."""
     import selfplay.core.train.update.updater as update_module
-    from selfplay.api.objective import IterationData, TrainSettings
+    from selfplay.api.objective import IterationData
     from selfplay.core.algorithms.pg import PolicyGradient
     from selfplay.core.train.update.reference import Reference
 
@@ -120,8 +120,7 @@ def measure_update(args: argparse.Namespace) -> dict[str, Any]:
         update_module.score = full_logits_score
     model, vocab = build_model(args)
     reference = Reference(model, model, lora=args.lora, needed=True)
-    objective = PolicyGradient()
-    objective.bind(TrainSettings(kl_coef=0.05))
+    objective = PolicyGradient(kl_coef=0.05)
     samples = make_samples(args.minibatch, vocab, args.prompt, args.answer)
     items = objective.prepare(IterationData(samples, [s.reward for s in samples]))
     params = [p for p in model.parameters() if p.requires_grad]

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.api.policy import Request
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.config import LoraConfig
@@ -97,8 +97,7 @@ def decisions(policy: Any, requests: list[Request], menus: list[list[str]]) -> l
             Sample("tictactoe", requests[k].role, tuple(prompt), answer, (-1.0,) * len(answer),
                    1.0 if k % 2 else -1.0, tuple(prompt), menu=tuple(menu))
         )  # fmt: skip
-    objective = LegalPolicyGradient()
-    objective.bind(TrainSettings(kl_coef=0.05))
+    objective = LegalPolicyGradient(kl_coef=0.05)
     advantages = [s.reward for s in samples]
     return objective.prepare(IterationData(samples, advantages, encode=encode))
 
@@ -106,8 +105,7 @@ def decisions(policy: Any, requests: list[Request], menus: list[list[str]]) -> l
 def updater(
     model: torch.nn.Module, reference: Reference, share: bool, pad_id: int, heap: Heap
 ) -> Updater:
-    objective = LegalPolicyGradient()
-    objective.bind(TrainSettings(kl_coef=0.05))
+    objective = LegalPolicyGradient(kl_coef=0.05)
     trainable = [p for p in model.parameters() if p.requires_grad]
     return Updater(
         model=model,

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.machine.hardware import cpu_bf16_message, cpu_has_bf16_units
 from selfplay.core.models.scoring import pack
@@ -66,8 +66,7 @@ def ours(samples, args: argparse.Namespace) -> tuple[float, int]:
     model = build_model(args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model, optimizer = fabric.setup(model, optimizer)
-    objective = PolicyGradient()
-    objective.bind(TrainSettings(entropy_coef=0.01))
+    objective = PolicyGradient(kl_coef=0.0, entropy_coef=0.01)
     updater = Updater(model, optimizer, objective, 0, fabric.backward, fabric.clip_gradients)
     advantages = [float(s.reward) for s in samples]
     items = objective.prepare(IterationData(samples, advantages))

@@ -13,7 +13,7 @@ import random
 import torch
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models.tiny import build_tiny
 from selfplay.core.train.update.micro_batches import TokenBudget, distinct_rows, pack_by_tokens
@@ -43,8 +43,7 @@ def one_step(once: bool, dropout: float = 0.0) -> tuple[torch.Tensor, int]:
     rows = []
     model.register_forward_hook(lambda m, args, kwargs, out: rows.append(len(kwargs["input_ids"])),
                                 with_kwargs=True)  # fmt: skip
-    objective = PolicyGradient()
-    objective.bind(TrainSettings())
+    objective = PolicyGradient(kl_coef=0.0)
     data = repeated_samples(kinds=5, copies=6)
     items = objective.prepare(IterationData(data, [s.reward for s in data]))
     grads = []
@@ -80,8 +79,7 @@ def test_distinct_rows_names_the_first_of_each_kind():
 
 
 def test_a_repeated_row_costs_nothing_in_the_micro_batches():
-    objective = PolicyGradient()
-    objective.bind(TrainSettings())
+    objective = PolicyGradient(kl_coef=0.0)
     data = repeated_samples(kinds=2, copies=20)
     data.sort(key=lambda s: s.prompt_ids)
     items = objective.prepare(IterationData(data, [s.reward for s in data]))

@@ -10,7 +10,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Scored, TrainSettings
+from selfplay.api.objective import IterationData, Scored
 from selfplay.api.policy import Request
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.commands.cli import main
@@ -70,8 +70,7 @@ def test_neurd_caps_the_importance_weight():
 
 
 def test_the_kl_is_exact_over_the_menu_and_pulls_toward_the_reference():
-    objective = LegalPolicyGradient()
-    objective.bind(TrainSettings(kl_coef=1.0))
+    objective = LegalPolicyGradient(kl_coef=1.0)
     (decision,) = objective.prepare(
         IterationData([_sample(_encode("a"), menu=("a", "b"))], [0.0], encode=_encode)
     )
@@ -91,7 +90,7 @@ def test_a_written_move_or_a_second_epoch_is_refused_with_the_fix():
     # dropped samples (advantage None) are skipped, not checked
     assert objective.prepare(IterationData([_sample((5, 0), menu=())], [None])) == []
     with pytest.raises(ConfigError, match=r"objective_options\.update_epochs=2"):
-        objective.bind(TrainSettings(update_epochs=2))
+        LegalPolicyGradient(update_epochs=2)
 
 
 def test_a_run_without_the_legal_choice_is_refused_before_the_model_loads(capsys, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Scored, TrainSettings
+from selfplay.api.objective import IterationData, Scored
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 
 
@@ -20,7 +20,6 @@ def kl_loss(share: float, totals: list[float], reference: list[float] | None, di
     """(loss, the gradient on the answers' logits, metrics) of a decision with advantage 0:
     the KL term alone, at kl_coef 1."""
     objective = LegalPolicyGradient(kl_coef=1.0, uniform_magnet=share, kl_direction=direction)
-    objective.bind(TrainSettings(kl_coef=1.0))
     sample = Sample("g", "r", (1, 2), (ord("a"), 0), (), 1.0, (1, 2), menu=("a", "b", "c"))
     data = IterationData([sample], [0.0], encode=lambda t: (ord(t), 0))
     y = torch.tensor(totals, requires_grad=True)

@@ -171,14 +171,13 @@ def test_objectives_are_listed_with_pg():
     assert "pg" in {row["name"] for row in json.loads(out.stdout)}
 
 
-def test_an_objective_written_before_its_settings_were_options_still_reads_them(monkeypatch):
-    """An objective that names what it reads in ``reads()`` and declares none of it among its
-    options (the public API before the settings moved) is given them as before: from
-    ``objective_options`` or the old ``train.*`` names, the train section's old defaults
-    where unset; one it does not read is refused."""
+def test_an_objective_that_reads_a_setting_it_does_not_declare_is_refused(monkeypatch):
+    """An objective reads its settings from its options: one that names a shared setting in
+    ``reads()`` without declaring it among its `Options` (the public API before the settings
+    moved) would never see it, and is refused before any work, naming the fix."""
     from selfplay.api.objective import Objective
     from selfplay.core.plan.config_loader import build_config
-    from selfplay.core.plan.train_settings import bound_objective
+    from selfplay.core.plan.objectives import bound_objective
     from selfplay.plugins.manager import registries
 
     class OldStyle(Objective):
@@ -196,10 +195,34 @@ def test_an_objective_written_before_its_settings_were_options_still_reads_them(
     objectives = registries().objectives
     real = objectives.get
     monkeypatch.setattr(objectives, "get", lambda n: OldStyle if n == "old-style" else real(n))
-    given = ["train.role_lr_scale={player_1: 0.5}", "objective_options.update_epochs=2"]
-    objective = bound_objective(build_config(None, {"objective": "old-style"}, given))
-    assert objective.train.role_lr_scale == {"player_1": 0.5}
-    assert objective.train.update_epochs == 2
-    assert objective.train.kl_coef == 0.05  # unset: as the train section's default was
-    with pytest.raises(ConfigError, match="objective 'old-style' has no option clip"):
-        bound_objective(build_config(None, {"objective": "old-style"}, ["train.clip=0.3"]))
+    config = build_config(None, {"objective": "old-style"}, [])
+    with pytest.raises(ConfigError, match=r"reads kl_coef, role_lr_scale .* declare each"):
+        bound_objective(config)
+    with pytest.raises(AttributeError, match=r"OldStyle\.train is gone: .*self\.options"):
+        OldStyle().train  # noqa: B018
+
+
+def test_an_objective_without_options_of_its_own_still_takes_its_epochs(monkeypatch):
+    from selfplay.api.objective import Objective
+    from selfplay.core.plan.config_loader import build_config
+    from selfplay.core.plan.objectives import bound_objective
+    from selfplay.plugins.manager import registries
+
+    class Plain(Objective):
+        name = "plain"
+
+        def prepare(self, data):
+            return []
+
+        def loss(self, items, current, reference):
+            raise AssertionError("not called")
+
+    objectives = registries().objectives
+    real = objectives.get
+    monkeypatch.setattr(objectives, "get", lambda n: Plain if n == "plain" else real(n))
+    given = ["train.update_epochs=3"]
+    objective = bound_objective(build_config(None, {"objective": "plain"}, given))
+    assert objective.shared("update_epochs") == 3
+    assert objective.shared("kl_coef") == 0.0 and objective.reads() == {"update_epochs"}
+    with pytest.raises(ConfigError, match="objective 'plain' has no option clip"):
+        bound_objective(build_config(None, {"objective": "plain"}, ["train.clip=0.3"]))

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Scored, TrainSettings
+from selfplay.api.estimator import Sample, Sampling
+from selfplay.api.objective import IterationData, Scored
 from selfplay.core.algorithms.pg import PolicyGradient
 
 
 def grad(objective, behaviour, current, advantage=1.0, cap=2.0):
     """d loss / d logp_t of one sample whose trainer log-probabilities are ``current``."""
-    objective.bind(TrainSettings(importance_cap=cap))
     tokens = tuple(range(3, 3 + len(behaviour)))
-    sample = Sample("g", "r", (1, 2), tokens, tuple(behaviour), 1.0, (1, 2))
+    served = Sampling(importance_cap=cap)
+    sample = Sample("g", "r", (1, 2), tokens, tuple(behaviour), 1.0, (1, 2), sampling=served)
     items = objective.prepare(IterationData([sample], [advantage]))
     logp = torch.tensor([current], requires_grad=True)
     scored = Scored(logp, torch.zeros_like(logp), torch.ones_like(logp))

@@ -17,8 +17,8 @@ from selfplay.api.errors import ConfigError
 from selfplay.api.recipe import Recipe
 from selfplay.core.config import RunConfig
 from selfplay.core.plan.config_loader import build_config
+from selfplay.core.plan.objectives import bound_objective
 from selfplay.core.plan.recipes import applied, recipe_notes, resolve
-from selfplay.core.plan.train_settings import bound_objective
 from selfplay.plugins.manager import registries
 from selfplay.plugins.registry import Entry, UnknownName
 
@@ -171,8 +171,8 @@ def test_pg_reads_every_update_setting():
         overrides=["train.kl_coef=0.1", "train.clip=0.3", "train.entropy_coef=0.01"]
     )
     objective = bound_objective(config)
-    assert objective.train.kl_coef == 0.1 and objective.train.clip == 0.3
-    assert objective.train.entropy_coef == 0.01
+    assert objective.options.kl_coef == 0.1 and objective.options.clip == 0.3
+    assert objective.options.entropy_coef == 0.01
 
 
 def test_a_recipes_setting_the_objective_does_not_read_is_left_out_with_a_note():
@@ -188,10 +188,11 @@ def test_a_recipes_setting_the_objective_does_not_read_is_left_out_with_a_note()
 def test_an_objective_is_told_only_the_settings_it_reads():
     config = run_config(objective="sft", recipe="none")
     objective = bound_objective(config)
-    assert objective.train.kl_coef == 0.0  # the run's default 0.05 is not sft's business
-    assert objective.train.update_epochs == 1
+    assert objective.shared("kl_coef") == 0.0  # the run's default 0.05 is not sft's business
+    assert "kl_coef" not in objective.options.model_dump()
+    assert objective.options.update_epochs == 1
     two = bound_objective(run_config(objective="sft", overrides=["train.update_epochs=2"]))
-    assert two.train.update_epochs == 2
+    assert two.options.update_epochs == 2
 
 
 def test_a_resumed_config_is_not_checked_again(tmp_path):
@@ -200,7 +201,7 @@ def test_a_resumed_config_is_not_checked_again(tmp_path):
     data["train"]["kl_coef"] = 0.3  # a config.yaml of a run made before objectives owned keys
     resumed = RunConfig.model_validate({**data, "resume": str(tmp_path)})
     assert resolve(resumed).objective_options["kl_coef"] == 0.3  # kept, and not refused
-    assert bound_objective(resolve(resumed)).train.kl_coef == 0.0  # dpo does not read it
+    assert bound_objective(resolve(resumed)).shared("kl_coef") == 0.0  # dpo does not read it
 
 
 def test_the_kl_coefficient_column_belongs_to_objectives_that_read_it():
@@ -214,8 +215,8 @@ def test_the_kl_coefficient_column_belongs_to_objectives_that_read_it():
     pg = bound_objective(run_config())
     sft = bound_objective(run_config(objective="sft", recipe="none"))
     config = SimpleNamespace(train=RunConfig().train, iterations=4)
-    assert set(apply_schedules(config, optimizer, pg, 1, pg.train)) == {"lr", "kl_coef"}
-    assert set(apply_schedules(config, optimizer, sft, 1, sft.train)) == {"lr"}
+    assert set(apply_schedules(config, optimizer, pg, 1, pg.shared("kl_coef"))) == {"lr", "kl_coef"}
+    assert set(apply_schedules(config, optimizer, sft, 1, sft.shared("kl_coef"))) == {"lr"}
 
 
 def test_the_cli_refuses_an_unread_setting_before_any_run_folder(tmp_path):

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.objective import TrainSettings
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.commands.cli import main
 from selfplay.core.config import TrainConfig
@@ -45,20 +44,18 @@ def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero
         build_config(None, {}, ["train.lr_schedule=linear"])
 
 
-def test_apply_sets_the_optimiser_rate_and_rebinds_the_objective_kl():
+def test_apply_sets_the_optimiser_rate_and_the_objective_kl():
     config = build_config(None, {"iterations": 10}, [
         "train.lr_schedule=cosine", "train.kl_coef=0.1", "train.kl_coef_step=0.02"])  # fmt: skip
     optimizer = SimpleNamespace(param_groups=[{"lr": 0.0}, {"lr": 0.0}])
-    objective = PolicyGradient()
-    base = TrainSettings(kl_coef=0.1, clip=0.3)
-    objective.bind(base)
-    told = apply_schedules(config, optimizer, objective, 3, base)
+    objective = PolicyGradient(kl_coef=0.1, clip=0.3)
+    told = apply_schedules(config, optimizer, objective, 3, 0.1)
     assert told == pytest.approx({"lr": lr_at(config.train, 3, 10), "kl_coef": 0.14})
     assert [g["lr"] for g in optimizer.param_groups] == [told["lr"]] * 2
-    assert objective.train.kl_coef == pytest.approx(0.14) and objective.train.clip == 0.3
+    assert objective.options.kl_coef == pytest.approx(0.14) and objective.options.clip == 0.3
     unscheduled = build_config(None, {}, [])
     untouched = SimpleNamespace(param_groups=[{"lr": 7.0}])
-    apply_schedules(unscheduled, untouched, objective, 3, base)
+    apply_schedules(unscheduled, untouched, objective, 3, 0.1)
     assert untouched.param_groups[0]["lr"] == 7.0  # the default run is left exactly as it was
 
 

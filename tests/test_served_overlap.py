@@ -17,8 +17,8 @@ import torch
 pytest.importorskip("starlette")
 
 from selfplay.api.errors import ConfigError
-from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Scored, TrainSettings
+from selfplay.api.estimator import Sample, Sampling
+from selfplay.api.objective import IterationData, Scored
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.plan.config_loader import build_config
@@ -27,15 +27,18 @@ from selfplay.core.run.trainer import train
 # ---- the corrections, on hand-made log-probabilities ------------------------------------------
 
 
-def _sample(behaviour: list[float], staleness: int = 0) -> Sample:
+def _sample(behaviour: list[float], staleness: int, sampling: Sampling) -> Sample:
     tokens = tuple(range(3, 3 + len(behaviour)))
-    return Sample("g", "r", (1, 2), tokens, tuple(behaviour), 1.0, (1, 2), staleness=staleness)
+    return Sample(
+        "g", "r", (1, 2), tokens, tuple(behaviour), 1.0, (1, 2),
+        staleness=staleness, sampling=sampling,
+    )  # fmt: skip
 
 
 def _grad(objective, behaviour, current, advantage=1.0, staleness=0, cap=2.0, **settings):
     """d loss / d logp_t of one sample whose trainer log-probabilities are ``current``."""
-    objective.bind(TrainSettings(importance_cap=cap, **settings))
-    items = objective.prepare(IterationData([_sample(behaviour, staleness)], [advantage]))
+    sampled = _sample(behaviour, staleness, Sampling(importance_cap=cap, **settings))
+    items = objective.prepare(IterationData([sampled], [advantage]))
     logp = torch.tensor([current], requires_grad=True)
     scored = Scored(logp, torch.zeros_like(logp), torch.ones_like(logp))
     objective.loss(items, scored, None).loss.backward()
@@ -91,10 +94,10 @@ def test_legal_pg_corrects_a_stale_choice_by_the_ratio_of_its_choice_probabiliti
     q = torch.softmax(torch.tensor([-1.0, -2.0]), 0)
     for behaviour_q, factor in ((float(q[0]), 1.0), (float(q[0]) * 1.25, 0.8), (0.01, 2.0)):
         objective = LegalPolicyGradient()
-        objective.bind(TrainSettings(importance_cap=2.0))
         chosen = Sample(
             "g", "r", (1,), (ord("a"), 0), (), 1.0, (1,), menu=("a", "b"),
             staleness=1, choice_logprob=float(torch.log(torch.tensor(behaviour_q))),
+            sampling=Sampling(importance_cap=2.0),
         )  # fmt: skip
         data = IterationData([chosen], [1.0], encode=lambda t: (ord(t), 0))
         y = torch.tensor([-1.0, -2.0], requires_grad=True)

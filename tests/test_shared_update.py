@@ -12,7 +12,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.config import LoraConfig
@@ -24,6 +24,13 @@ from selfplay.core.train.update.reference import Reference
 from selfplay.core.train.update.updater import Updater
 
 ANSWERS = {"[a]": (50, 2), "[bb]": (51, 52, 2), "[c]": (53, 2), "[dd]": (54, 55, 56, 2)}
+
+
+def with_options(objective, **settings):
+    """``objective`` rebuilt with the shared ``settings`` its options declare (as a plan would)."""
+    fields = type(objective).Options.model_fields
+    changed = {key: value for key, value in settings.items() if key in fields}
+    return type(objective)(**{**objective.options.model_dump(), **changed})
 
 
 def legal_choices(n: int, roles=("r",)) -> IterationData:
@@ -86,7 +93,7 @@ def run_update(objective, data, share, *, make=None, epochs=1, minibatches=1, to
         grads.append({n: p.grad.clone() for n, p in named if p.grad is not None})
         return torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm)
 
-    objective.bind(TrainSettings(update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01))
+    objective = with_options(objective, update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01)
     advantages = [s.reward for s in data.samples]
     items = objective.prepare(IterationData(data.samples, advantages, encode=data.encode))
     trainable = [p for p in model.parameters() if p.requires_grad]

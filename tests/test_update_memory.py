@@ -11,7 +11,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.core.algorithms.dpo import DPO
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
 from selfplay.core.algorithms.pg import PolicyGradient
@@ -27,6 +27,13 @@ from selfplay.core.train.update.micro_batches import (
 )
 from selfplay.core.train.update.reference import Reference
 from selfplay.core.train.update.updater import Updater
+
+
+def with_options(objective, **settings):
+    """``objective`` rebuilt with the shared ``settings`` its options declare (as a plan would)."""
+    fields = type(objective).Options.model_fields
+    changed = {key: value for key, value in settings.items() if key in fields}
+    return type(objective)(**{**objective.options.model_dump(), **changed})
 
 
 def samples(n: int, seed: int = 0) -> list[Sample]:
@@ -57,7 +64,7 @@ def run_update(
         grads.append([p.grad.clone() for p in module.parameters()])
         return torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm)
 
-    objective.bind(TrainSettings(update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01))
+    objective = with_options(objective, update_epochs=epochs, kl_coef=0.1, entropy_coef=0.01)
     data = data or IterationData(samples(14))
     advantages = [s.reward for s in data.samples] if objective.needs == "advantages" else None
     items = objective.prepare(replace(data, advantages=advantages))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, TrainSettings
+from selfplay.api.objective import IterationData
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.models import scoring
 from selfplay.core.models.tiny import build_tiny
@@ -37,8 +37,7 @@ def test_forward_passes_per_update(kl_coef, epochs):
     reference.copy.register_forward_hook(
         lambda *_: calls.__setitem__("reference", calls["reference"] + 1)
     )
-    objective = PolicyGradient()
-    objective.bind(TrainSettings(update_epochs=epochs, kl_coef=kl_coef))
+    objective = PolicyGradient(update_epochs=epochs, kl_coef=kl_coef)
     data = samples(12)
     items = objective.prepare(IterationData(data, [s.reward for s in data]))
     updater = Updater(
@@ -114,8 +113,7 @@ def test_freed_memory_goes_back_between_backward_passes():
     peak) and after every pass but the last (the update's end trims that one), never inside a
     pass; a step of one pass never calls it."""
     model = build_tiny(seed=0)[0]
-    objective = PolicyGradient()
-    objective.bind(TrainSettings())
+    objective = PolicyGradient(kl_coef=0.0)
     data = samples(12)
     items = objective.prepare(IterationData(data, [s.reward for s in data]))
     events: list[str] = []

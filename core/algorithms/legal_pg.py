@@ -126,14 +126,14 @@ class LegalPolicyGradient(Objective):
     stale = "corrects"
     metric_names = ("policy", "kl", "entropy", "chosen_prob")
 
-    def bind(self, train: Any) -> None:
-        if train.update_epochs != 1:
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.options.update_epochs != 1:
             raise ConfigError(
                 f"objective legal-pg takes one update epoch (objective_options.update_epochs="
-                f"{train.update_epochs}): the rollout keeps only the chosen answer's scores, "
-                "so there is no PPO ratio of the choice. Leave update_epochs at 1."
+                f"{self.options.update_epochs}): the rollout keeps only the chosen answer's "
+                "scores, so there is no PPO ratio of the choice. Leave update_epochs at 1."
             )
-        self.train = train
 
     def prepare(self, data: IterationData) -> list[Decision]:
         advantages = data.advantages or [None] * len(data.samples)
@@ -166,7 +166,7 @@ class LegalPolicyGradient(Objective):
         return decisions
 
     def wants_reference(self) -> bool:
-        return self.train.kl_coef > 0 and self.options.uniform_magnet < 1
+        return self.options.kl_coef > 0 and self.options.uniform_magnet < 1
 
     def weight(self, items: Sequence[Any]) -> float:
         return float(len(items))  # a mean over decisions
@@ -174,7 +174,8 @@ class LegalPolicyGradient(Objective):
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         totals = (current.logp * current.mask).sum(-1)
         ref_totals = None if reference is None else (reference.logp * reference.mask).sum(-1)
-        scale = self.train.role_lr_scale
+        options = self.options
+        scale = options.role_lr_scale
         parts: dict[str, list[torch.Tensor]] = {name: [] for name in self.metric_names}
         losses, k = [], 0
         for item in items:
@@ -185,25 +186,25 @@ class LegalPolicyGradient(Objective):
             a = item.chosen
             played = item.samples[a]
             weight = scale.get(played.role, 1.0) * item.advantage
-            weight *= self.train.age_weight(played.staleness)
-            cap = self.train.importance_cap
+            weight *= played.sampling.age_weight(played.staleness)
+            cap = played.sampling.importance_cap
             if cap is not None and played.choice_logprob is not None:  # served: q / q_b
                 weight = weight * torch.exp(logq[a].detach() - played.choice_logprob).clamp(max=cap)
-            if self.options.update == "neurd":
-                importance = (1.0 / q[a].detach()).clamp(max=self.options.max_weight)
+            if options.update == "neurd":
+                importance = (1.0 / q[a].detach()).clamp(max=options.max_weight)
                 policy = -weight * importance * (logits[a] - logits.mean())
             else:
                 policy = -weight * logq[a]
             entropy = -(q * logq).sum()
-            loss = policy - self.train.entropy_coef * entropy
+            loss = policy - options.entropy_coef * entropy
             kl = torch.zeros((), device=logits.device)
             magnet = self._magnet(None if ref_totals is None else ref_totals[k : k + n], logq)
             if magnet is not None:
-                if self.options.kl_direction == "reverse":
+                if options.kl_direction == "reverse":
                     kl = (magnet.exp() * (magnet - logq)).sum()
                 else:
                     kl = (q * (logq - magnet)).sum()
-                loss = loss + self.train.kl_coef * kl
+                loss = loss + options.kl_coef * kl
             losses.append(loss)
             for name, value in zip(parts, (policy, kl, entropy, q[a]), strict=True):
                 parts[name].append(value.detach())
@@ -214,7 +215,7 @@ class LegalPolicyGradient(Objective):
     def _magnet(self, ref_totals: torch.Tensor | None, logq: torch.Tensor) -> torch.Tensor | None:
         """log of the KL magnet over a menu (``logq``'s); None without a KL term."""
         share = self.options.uniform_magnet
-        if self.train.kl_coef <= 0 or (ref_totals is None and share < 1):
+        if self.options.kl_coef <= 0 or (ref_totals is None and share < 1):
             return None
         uniform = torch.full_like(logq, -math.log(len(logq))).detach()
         if ref_totals is None or share >= 1:

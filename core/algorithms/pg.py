@@ -45,8 +45,8 @@ an answer with a negative advantage whose tokens the trainer now finds, on avera
 (a bad answer the policy has already moved away from teaches only noise).
 
 A token the server did not sample (a search target) has logp_b = logp_old: w = 1, ratio 1.
-Under ``rollout.stale: reweight`` a sample older than the cap has its loss scaled by
-``TrainSettings.age_weight`` (``rollout.age_decay`` per sync past it). ``w_i`` is the per-role
+Under ``rollout.stale: reweight`` a sample older than the cap has its loss scaled by its
+age weight (`Sampling.age_weight`: ``rollout.age_decay`` per sync past it). ``w_i`` is the per-role
 weight of the sample (the per-role learning-rate scale; under Adam a loss weight changes the
 step size only approximately, which is why it is named a scale and documented as such).
 """
@@ -60,7 +60,7 @@ from typing import Any, Literal
 import torch
 from pydantic import Field
 
-from selfplay.api.estimator import Sample
+from selfplay.api.estimator import Sample, Sampling
 from selfplay.api.objective import (
     Clip,
     EntropyCoef,
@@ -192,11 +192,12 @@ class PolicyGradient(Objective):
         super().__init__(**options)
         self._proximal: dict[int, torch.Tensor] = {}  # decoupled: id(item) -> logp_prox
 
-    @property
-    def correction(self) -> str:
+    def correction(self, sampling: Sampling) -> str:
+        """The correction of samples sampled as ``sampling`` says (the option, else the
+        default for samples that may trail the weights, else truncated-is)."""
         if self.options.correction:
             return self.options.correction
-        return STALE_DEFAULT if self.train.max_staleness else "truncated-is"
+        return STALE_DEFAULT if sampling.max_staleness else "truncated-is"
 
     def stale_options(self) -> dict[str, Any]:
         return {} if self.options.correction else {"correction": STALE_DEFAULT}
@@ -212,34 +213,34 @@ class PolicyGradient(Objective):
         ]
 
     def wants_reference(self) -> bool:
-        return self.train.kl_coef > 0
+        return self.options.kl_coef > 0
 
     def wants_entropy(self) -> bool:
         return True  # logged as a metric even when its coefficient is 0
 
     def loss(self, items: Sequence[Any], current: Scored, reference: Scored | None) -> Loss:
         samples = [item.samples[0] for item in items]
+        options, sampling = self.options, samples[0].sampling  # a learner's samples share it
         device = current.logp.device
-        cap = self.options.importance_cap or self.train.importance_cap
+        cap = options.importance_cap or sampling.importance_cap
         served = cap is not None  # the tokens were sampled elsewhere: correct for it
+        correction = self.correction(sampling)
         now = current.logp.detach()
         behaviour = _padded([s.logprobs for s in samples], now)
         importance = ratio = floor = None
-        old = now if self.train.update_epochs == 1 else behaviour
-        one_epoch = self.train.update_epochs == 1
-        if served and self.correction in ("truncated-is", "masked-is") and one_epoch:
-            importance = _weights(now - behaviour, current.mask, self.options.level)
+        old = now if options.update_epochs == 1 else behaviour
+        one_epoch = options.update_epochs == 1
+        if served and correction in ("truncated-is", "masked-is") and one_epoch:
+            importance = _weights(now - behaviour, current.mask, options.level)
             over = importance > cap
-            importance = importance.masked_fill(
-                over, 0.0 if self.correction == "masked-is" else cap
-            )
-        elif served and self.correction == "ppo-clip":
+            importance = importance.masked_fill(over, 0.0 if correction == "masked-is" else cap)
+        elif served and correction == "ppo-clip":
             old, floor = behaviour, cap
-            ratio = _ratio(current.logp - behaviour, current.mask, self.options.level)
-        elif served and self.correction == "decoupled":
+            ratio = _ratio(current.logp - behaviour, current.mask, options.level)
+        elif served and correction == "decoupled":
             old = self._proximal_logp(items, now)
-            ratio = _ratio(current.logp - old, current.mask, self.options.level)
-            behaviour_weight = _weights(old - behaviour, current.mask, self.options.level)
+            ratio = _ratio(current.logp - old, current.mask, options.level)
+            behaviour_weight = _weights(old - behaviour, current.mask, options.level)
             importance = torch.where(behaviour_weight > cap, 0.0, behaviour_weight)
         advantages = torch.tensor([i.advantage for i in items], dtype=torch.float32, device=device)
         if served and self.options.off_policy_mask is not None:
@@ -247,17 +248,17 @@ class PolicyGradient(Objective):
                 behaviour - now, current.mask, advantages, self.options.off_policy_mask
             )
             importance = kept if importance is None else importance * kept
-        scale = self.train.role_lr_scale
-        weights = [scale.get(s.role, 1.0) * self.train.age_weight(s.staleness) for s in samples]
+        scale = options.role_lr_scale
+        weights = [scale.get(s.role, 1.0) * s.sampling.age_weight(s.staleness) for s in samples]
         terms = policy_gradient_loss(
             current,
             old,
             advantages,
             torch.tensor(weights, dtype=torch.float32, device=device),
-            clip=self.train.clip,
+            clip=options.clip,
             ref_logp=None if reference is None else reference.logp,
-            kl_coef=self.train.kl_coef,
-            entropy_coef=self.train.entropy_coef,
+            kl_coef=options.kl_coef,
+            entropy_coef=options.entropy_coef,
             importance=importance,
             ratio=ratio,
             floor=floor,

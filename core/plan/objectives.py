@@ -8,8 +8,8 @@ question takes any objective built from those options, a learner takes the one i
 (or one only asked so far), so a run constructs one objective per learner.
 
 A shared algorithm setting (`TRAIN_KEYS`) that an objective's `Options` do not declare never
-reaches its constructor: an objective written before they were options reads it through
-`TrainSettings` alone, and `refuse_unread_shared` refuses one it does not read.
+reaches its constructor, and `refuse_unread_shared` refuses one given to it. `bound_objective`
+is a learner's objective checked against the run before any work.
 """
 
 from __future__ import annotations
@@ -93,4 +93,39 @@ def refuse_unread_shared(objective: Any, config: RunConfig) -> None:
             f"read {'this setting' if len(unread) == 1 else 'these settings'}, so it would do "
             f"nothing. It reads {describe_reads(objective)}; drop it, or choose an objective "
             "that reads it (`selfplay objectives`)."
+        )
+
+
+def bound_objective(
+    config: RunConfig, objectives: Objectives | None = None, learner: str = ""
+) -> Any:
+    """The objective ``learner`` trains with (``""``: the shared policy), checked against the
+    run before any work: a setting it refuses (``legal-pg`` with two epochs), one it does not
+    read or a ``generation.choice`` it does not train is a ConfigError before the run folder
+    or the model exists. What it does with stale samples was checked when the run was
+    resolved (`check_stale`)."""
+    objective = (objectives or Objectives()).learner(config, learner)
+    refuse_undeclared(objective, config)
+    refuse_unread_shared(objective, config)
+    needed = objective.generation_choice
+    if needed is not None and needed != config.generation.choice:
+        raise ConfigError(
+            f"objective {config.objective!r} trains generation.choice={needed}, but the run "
+            f"has generation.choice={config.generation.choice}; add --set "
+            f"generation.choice={needed}."
+        )
+    return objective
+
+
+def refuse_undeclared(objective: Any, config: RunConfig) -> None:
+    """An objective reads its settings from its options: one that says it reads a shared
+    setting its `Options` do not declare would never see it."""
+    declared = type(objective).Options.model_fields
+    missing = sorted(key for key in objective.reads() & set(TRAIN_KEYS) if key not in declared)
+    if missing:
+        raise ConfigError(
+            f"objective {config.objective!r} reads {', '.join(missing)} (its reads()) but its "
+            f"Options do not declare {'it' if len(missing) == 1 else 'them'}: an objective "
+            "reads its settings from self.options, so declare each among its Options (e.g. "
+            "`kl_coef: KLCoef = 0.05`, the types in selfplay.api.objective)."
         )

@@ -1,8 +1,8 @@
 """A run planned once, before any work: `plan(config) -> RunPlan`.
 
     plan(config):  the recipe under the user's settings, checked (`resolve`, recipes.py)
-                   -> per learner: its own settings and its objective, built once, bound to
-                      its settings and checked against the run (`bound_objective`)
+                   -> per learner: its own settings and its objective, built once with its
+                      options and checked against the run (`bound_objective`)
                    -> the banner's account of the recipe (its line and notes)
 
 The trainer, the learners' assembly and the banner read the plan; none of them asks the
@@ -16,9 +16,8 @@ from typing import Any
 
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config
-from selfplay.core.plan.objectives import Objectives
+from selfplay.core.plan.objectives import Objectives, bound_objective
 from selfplay.core.plan.recipes import recipe_line, recipe_notes, resolve
-from selfplay.core.plan.train_settings import bound_objective
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class LearnerPlan:
 
     name: str | None
     config: RunConfig  # the run's settings with the learner's own
-    objective: Any  # built once, bound to its settings (``objective.train``)
+    objective: Any  # built once, with its settings as options (``objective.options``)
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ class Assembly:
         """Set ``learner`` up, with a KL reference when anything reads one."""
         train, objective = learner.config.train, learner.objective
         kl = "kl_coef" in reads(objective)  # the objective's own KL, if scheduled
-        kl_coef = objective.train.kl_coef  # as the plan bound it
+        kl_coef = objective.shared("kl_coef")  # as the plan built it
         wanted = (
             (kl and (kl_coef > 0 or train.kl_coef_step > 0))
             or objective.wants_reference()

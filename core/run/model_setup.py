@@ -32,6 +32,7 @@ from selfplay.core.plan.plan import LearnerPlan, RunPlan
 from selfplay.core.run.progress import Ticker
 from selfplay.core.train.cold_start import warm_up
 from selfplay.core.train.learners import Learner
+from selfplay.core.train.samples import sampling
 from selfplay.core.train.search_targets import SearchTargets
 from selfplay.core.train.update.averaging import WeightAverage
 from selfplay.core.train.update.micro_batches import DROPOUT_SETTINGS, TokenBudget
@@ -67,7 +68,18 @@ def _built(
     policy = build_learner(config, what)
     policy.name = learner_seat(name)  # what its turns record as their seat
     search = SearchTargets(game, config.train.search_weight, policy)
-    return Learner(name, roles, config, policy, objective, estimator, search, every)
+    return Learner(
+        name,
+        roles,
+        config,
+        policy,
+        objective,
+        estimator,
+        search,
+        every,
+        sampling=sampling(config),
+        kl_coef=objective.shared("kl_coef"),
+    )
 
 
 def prepare_learner(
@@ -106,7 +118,7 @@ def prepare_learner(
     if "mixed" in config.hardware.precision and hasattr(learner, "forward_context"):
         learner.forward_context = fabric.autocast  # rollouts in the update's precision too
     reference = Reference(model.module, model, config.lora.enabled, reference_wanted)
-    train, settings = config.train, objective.train  # as the plan bound it
+    train = config.train
     if fabric.world_size > 1:
         objective.reduce = processes.sum  # for batch statistics over every process
     updater = Updater(
@@ -117,7 +129,7 @@ def prepare_learner(
         backward=fabric.backward,
         clip_gradients=gradient_clipper(fabric, config.hardware.strategy),
         max_grad_norm=train.max_grad_norm,
-        epochs=settings.update_epochs,
+        epochs=objective.shared("update_epochs"),
         reference=reference,
         temperature=config.generation.temperature,
         role_context=_role_context(config, model),
@@ -136,7 +148,6 @@ def prepare_learner(
         reference,
         updater,
     )
-    trained.settings = settings
 
 
 def size(model: torch.nn.Module) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selfplay.api.estimator import Estimator
+from selfplay.api.estimator import IN_PROCESS, Estimator, Sampling
 from selfplay.api.objective import Objective
 from selfplay.api.policy import Policy
 from selfplay.api.sampler import learner_seat
@@ -35,12 +35,13 @@ class Learner:
     estimator: Estimator
     search: SearchTargets
     every: int = 1  # updated every n-th iteration
+    sampling: Sampling = IN_PROCESS  # how its turns are sampled (served, staleness cap, age)
+    kl_coef: float = 0.0  # where the KL schedule starts: its objective's as planned
     # set up by core/run/model_setup.py (Fabric's wrappers; ``model.module`` is the plain model)
     model: Any = None
     optimizer: Any = None
     reference: Any = None
     updater: Any = None
-    settings: Any = None  # the objective's algorithm settings as bound (`TrainSettings`)
 
     @property
     def seat(self) -> str:

@@ -153,7 +153,9 @@ class Iteration:
         """The learner's turns of the iteration, with their returns, when it trains now."""
         train = learner.config.train
         invalid = invalid_return(learner.config)
-        samples = episode_samples(episodes, scores, learner.seat, train.gamma, invalid)
+        samples = episode_samples(
+            episodes, scores, learner.seat, train.gamma, invalid, learner.sampling
+        )
         samples = self.rollouts.aged(learner, samples, episodes, iteration)  # served: their age
         return [
             sample
@@ -185,9 +187,7 @@ class Iteration:
             terms=s.reward.labels,
             reduce=processes.sum,
         )
-        schedule = apply_schedules(
-            config, learner.optimizer, objective, iteration, learner.settings
-        )
+        schedule = apply_schedules(config, learner.optimizer, objective, iteration, learner.kl_coef)
         with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
             items = objective.prepare(data)
         with self.phase("update", quiet=True) as told:

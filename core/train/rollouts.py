@@ -20,8 +20,9 @@ iterations ages one version per update), capped by its ``max_staleness`` (the ru
 ``learners.NAME.max_staleness``). Past the cap its ``stale`` setting says what happens: the
 producer waits for newer weights (``wait``), the learner's samples are dropped untrained
 (``drop``), or they are trained with their loss scaled by ``rollout.age_decay`` per version
-past the cap (``reweight``, `TrainSettings.age_weight`). Each sample carries its staleness
-(`Sample.staleness`, set by `aged`) for the objective's correction.
+past the cap (``reweight``, `Sampling.age_weight`). Each sample carries its staleness
+(`Sample.staleness`, set by `aged`) and how it was sampled (`Sample.sampling`) for the
+objective's correction.
 
 Served runs log ``rollout/*`` each iteration: the batch's version, its staleness with the
 typical (running mean) and the largest so far, its publish lag (the versions the trainer

@@ -1,9 +1,11 @@
 """From finished episodes to training samples: the learner's turns and their returns.
 
 A turn's return is its role's score (discounted by the turns of its role after it) plus its own
-turn score; an invalid attempt earns ``train.invalid_reward``. What cannot be trained on is
-screened out here: a return or advantage that is not a finite number. What the iteration then
-warns of, or stops on, is in checks.py; the records the episode log keeps, in records.py.
+turn score; an invalid attempt earns ``train.invalid_reward``. Each sample carries how its turn
+was sampled (`sampling`: the corrections' cap, the staleness cap, the age decay). What cannot
+be trained on is screened out here: a return or advantage that is not a finite number. What
+the iteration then warns of, or stops on, is in checks.py; the records the episode log keeps,
+in records.py.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from selfplay.api.estimator import Sample
+from selfplay.api.estimator import IN_PROCESS, Sample, Sampling
 from selfplay.api.reward import EpisodeScores, RoleScores
 from selfplay.api.tasks import ReferenceAnswers
 from selfplay.api.types import Episode
@@ -24,6 +26,7 @@ def episode_samples(
     learner: str,
     gamma: float = 1.0,
     invalid_reward: float | None = None,
+    sampling: Sampling = IN_PROCESS,
 ) -> list[Sample]:
     """Every turn the learner generated, with its return: role score plus turn score.
 
@@ -73,10 +76,24 @@ def episode_samples(
                     turn=i,
                     menu=turn.menu,
                     choice_logprob=turn.choice_logprob,
+                    sampling=sampling,
                 )
             )
         samples.extend(reversed(mine))
     return samples
+
+
+def sampling(config: Any) -> Sampling:
+    """How a learner with settings ``config`` samples its turns: the importance weight's cap
+    (``rollout.importance_cap``; else 2.0 when its turns are served, by another copy of the
+    weights; else none), its staleness cap and, under ``rollout.stale: reweight``, the age
+    decay."""
+    rollout = config.rollout
+    cap = rollout.importance_cap
+    if cap is None and rollout.served:
+        cap = 2.0
+    decay = rollout.age_decay if rollout.stale == "reweight" else None
+    return Sampling(importance_cap=cap, max_staleness=rollout.max_staleness, age_decay=decay)
 
 
 def _parts(

@@ -20,7 +20,6 @@ objective's own kl_coef (its options) and the train section's step and cap.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -52,18 +51,17 @@ def scheduled(train: Any) -> bool:
 
 
 def apply_schedules(
-    config: Any, optimizer: Any, objective: Any, iteration: int, base: Any
+    config: Any, optimizer: Any, objective: Any, iteration: int, kl_coef: float
 ) -> dict[str, float]:
     """Set this iteration's learning rate and KL coefficient; their values for metrics.csv
-    (the KL coefficient only for an objective that reads it). ``base``: the objective's
-    settings as the run bound them (`TrainSettings`), where the KL schedule starts."""
+    (the KL coefficient only for an objective that reads it). ``kl_coef``: the objective's as
+    the run planned it, where the KL schedule starts."""
     train = config.train
-    lr, kl = lr_at(train, iteration, config.iterations), kl_at(base.kl_coef, train, iteration)
+    lr, kl = lr_at(train, iteration, config.iterations), kl_at(kl_coef, train, iteration)
     reads_kl = "kl_coef" in objective.reads()
     if scheduled(train):
         for group in optimizer.param_groups:
             group["lr"] = lr
-        settings = getattr(objective, "train", None)
-        if reads_kl and dataclasses.is_dataclass(settings) and settings.kl_coef != kl:
-            objective.bind(dataclasses.replace(settings, kl_coef=kl))
+        if reads_kl and objective.options.kl_coef != kl:
+            objective.set_kl_coef(kl)
     return {"lr": lr, "kl_coef": kl} if reads_kl else {"lr": lr}
