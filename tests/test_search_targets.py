@@ -130,8 +130,7 @@ def test_a_kuhn_run_with_search_targets_is_refused_before_its_folder_exists(tmp_
 
 
 def test_a_target_never_sampled_has_a_ratio_of_one_in_every_epoch():
-    objective = PolicyGradient()
-    objective.bind(type(objective.train)(update_epochs=2, clip=0.2))
+    objective = PolicyGradient(update_epochs=2, clip=0.2)
 
     def sample(logprobs):
         return Sample("g", "x", (1,), (2, 3), logprobs, 0.0, (1,))
