@@ -17,7 +17,7 @@ import torch
 
 from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
-from selfplay.api.objective import IterationData, Scored
+from selfplay.api.objective import IterationData, Objective, Scored
 from selfplay.api.types import Episode, Turn
 from selfplay.core.algorithms.dpo import DPO, Pair, pair_loss
 from selfplay.core.algorithms.sft import SFT
@@ -171,58 +171,52 @@ def test_objectives_are_listed_with_pg():
     assert "pg" in {row["name"] for row in json.loads(out.stdout)}
 
 
-def test_an_objective_that_reads_a_setting_it_does_not_declare_is_refused(monkeypatch):
-    """An objective reads its settings from its options: one that names a shared setting in
-    ``reads()`` without declaring it among its `Options` (the public API before the settings
-    moved) would never see it, and is refused before any work, naming the fix."""
-    from selfplay.api.objective import Objective
+def bound_as(monkeypatch, cls, *overrides):
+    """The run's objective, ``cls`` registered under its name, bound to a run with
+    ``overrides``."""
     from selfplay.core.plan.config_loader import build_config
     from selfplay.core.plan.objectives import bound_objective
     from selfplay.plugins.manager import registries
 
-    class OldStyle(Objective):
+    objectives = registries().objectives
+    real = objectives.get
+    monkeypatch.setattr(objectives, "get", lambda n: cls if n == cls.name else real(n))
+    return bound_objective(build_config(None, {"objective": cls.name}, list(overrides)))
+
+
+class Untrained(Objective):
+    """An objective that is only planned, never trained."""
+
+    def prepare(self, data):
+        return []
+
+    def loss(self, items, current, reference):
+        raise AssertionError("not called")
+
+
+def test_an_objective_that_reads_a_setting_it_does_not_declare_is_refused(monkeypatch):
+    """An objective reads its settings from its options: one that names a shared setting in
+    ``reads()`` without declaring it among its `Options` (the public API before the settings
+    moved) would never see it, and is refused before any work, naming the fix."""
+
+    class OldStyle(Untrained):
         name = "old-style"
 
         def reads(self):
             return frozenset({"update_epochs", "kl_coef", "role_lr_scale"})
 
-        def prepare(self, data):
-            return []
-
-        def loss(self, items, current, reference):
-            raise AssertionError("not called")
-
-    objectives = registries().objectives
-    real = objectives.get
-    monkeypatch.setattr(objectives, "get", lambda n: OldStyle if n == "old-style" else real(n))
-    config = build_config(None, {"objective": "old-style"}, [])
     with pytest.raises(ConfigError, match=r"reads kl_coef, role_lr_scale .* declare each"):
-        bound_objective(config)
+        bound_as(monkeypatch, OldStyle)
     with pytest.raises(AttributeError, match=r"OldStyle\.train is gone: .*self\.options"):
         OldStyle().train  # noqa: B018
 
 
 def test_an_objective_without_options_of_its_own_still_takes_its_epochs(monkeypatch):
-    from selfplay.api.objective import Objective
-    from selfplay.core.plan.config_loader import build_config
-    from selfplay.core.plan.objectives import bound_objective
-    from selfplay.plugins.manager import registries
-
-    class Plain(Objective):
+    class Plain(Untrained):
         name = "plain"
 
-        def prepare(self, data):
-            return []
-
-        def loss(self, items, current, reference):
-            raise AssertionError("not called")
-
-    objectives = registries().objectives
-    real = objectives.get
-    monkeypatch.setattr(objectives, "get", lambda n: Plain if n == "plain" else real(n))
-    given = ["train.update_epochs=3"]
-    objective = bound_objective(build_config(None, {"objective": "plain"}, given))
+    objective = bound_as(monkeypatch, Plain, "train.update_epochs=3")
     assert objective.shared("update_epochs") == 3
     assert objective.shared("kl_coef") == 0.0 and objective.reads() == {"update_epochs"}
     with pytest.raises(ConfigError, match="objective 'plain' has no option clip"):
-        bound_objective(build_config(None, {"objective": "plain"}, ["train.clip=0.3"]))
+        bound_as(monkeypatch, Plain, "train.clip=0.3")
