@@ -70,8 +70,7 @@ def _options(config: RunConfig) -> tuple[str, Any, dict[str, Any]]:
     """The objective's factory and its constructor options (a shared setting its `Options`
     do not declare left out), and the two as one comparable text."""
     factory = registries().objectives.get(config.objective)
-    declared = getattr(factory, "Options", None)
-    fields = declared.model_fields if declared is not None else {}
+    fields = declared(factory)
     given = {
         key: value
         for key, value in config.objective_options.items()
@@ -81,11 +80,16 @@ def _options(config: RunConfig) -> tuple[str, Any, dict[str, Any]]:
     return text, factory, given
 
 
+def declared(factory: Any) -> dict[str, Any]:
+    """The options an objective's factory declares (its `Options`' fields; none without)."""
+    return getattr(getattr(factory, "Options", None), "model_fields", {})
+
+
 def refuse_unread_shared(objective: Any, config: RunConfig) -> None:
     """A shared algorithm setting given in ``objective_options`` that the objective neither
     declares nor reads would do nothing: refused (a resumed run was checked when it began)."""
-    declared = getattr(getattr(type(objective), "Options", None), "model_fields", {})
-    shared = {key for key in config.objective_options if key in TRAIN_KEYS and key not in declared}
+    mine = declared(type(objective))
+    shared = {key for key in config.objective_options if key in TRAIN_KEYS and key not in mine}
     unread = sorted(shared - set(objective.reads()))
     if unread and config.resume is None:
         raise ConfigError(
@@ -120,8 +124,8 @@ def bound_objective(
 def refuse_undeclared(objective: Any, config: RunConfig) -> None:
     """An objective reads its settings from its options: one that says it reads a shared
     setting its `Options` do not declare would never see it."""
-    declared = type(objective).Options.model_fields
-    missing = sorted(key for key in objective.reads() & set(TRAIN_KEYS) if key not in declared)
+    mine = declared(type(objective))
+    missing = sorted(key for key in objective.reads() & set(TRAIN_KEYS) if key not in mine)
     if missing:
         raise ConfigError(
             f"objective {config.objective!r} reads {', '.join(missing)} (its reads()) but its "
