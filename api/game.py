@@ -17,11 +17,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from selfplay.api.errors import ConfigError
+from selfplay.api.options import InvalidMoveRules
 from selfplay.api.types import Episode, Message, Payoffs, Role
 
 # Longest model output a game looks at. Anything longer is judged on its tail, where the
@@ -59,32 +60,6 @@ class GameOptions(BaseModel):
         "the games evaluation suites play ship 'reworded': other words, 'obfuscated': other "
         "names for cells, pieces and moves, 'no-menu': no list of legal moves).",
     )
-
-
-class InvalidMoveRules(BaseModel):
-    """What happens when a player's output is not a legal action (shared by every game).
-
-    ``allowance`` retries are granted with the reason shown to the player (TextArena style);
-    the next invalid attempt forfeits the match: the offender gets ``penalty``, every other
-    role ``bonus``. The SPIRAL preset is ``allowance=0, penalty=-1.5, bonus=0.5``. A penalty
-    no better than a loss matters: with penalty equal to a loss, a side that is losing anyway
-    stops caring about legality.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    allowance: int = Field(default=0, ge=0, description="Retries after an invalid move.")
-    penalty: float = Field(default=-1.5, description="Payoff of the player who forfeits.")
-    bonus: float = Field(default=0.5, description="Payoff of each other player on a forfeit.")
-
-    @classmethod
-    def preset(cls, name: Literal["spiral", "strict", "lenient"]) -> InvalidMoveRules:
-        presets = {
-            "spiral": cls(allowance=0, penalty=-1.5, bonus=0.5),
-            "strict": cls(allowance=0, penalty=-2.0, bonus=0.0),
-            "lenient": cls(allowance=2, penalty=-1.5, bonus=0.5),
-        }
-        return presets[name]
 
 
 class GameState(BaseModel):

@@ -4,14 +4,15 @@ Every plug-in kind (games, rewards, verifiers, opponent samplers, estimators, ob
 callbacks) declares its options as a pydantic ``Options`` class with ``extra="forbid"``; the
 descriptions are what the listing commands print. A plug-in that takes one short argument on
 the command line (``--opponent pool:0.5``, ``psro:nash``) names the field it fills in
-``positional``.
+``positional``. The invalid-move rules every game shares (`InvalidMoveRules`, the config's
+``invalid_moves``) are here too; `selfplay.api.game` exports them beside `Game`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selfplay.api.errors import ConfigError
 
@@ -20,6 +21,32 @@ class Options(BaseModel):
     """Options every plug-in accepts (none); plug-ins subclass this and add their own fields."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InvalidMoveRules(BaseModel):
+    """What happens when a player's output is not a legal action (shared by every game).
+
+    ``allowance`` retries are granted with the reason shown to the player (TextArena style);
+    the next invalid attempt forfeits the match: the offender gets ``penalty``, every other
+    role ``bonus``. The SPIRAL preset is ``allowance=0, penalty=-1.5, bonus=0.5``. A penalty
+    no better than a loss matters: with penalty equal to a loss, a side that is losing anyway
+    stops caring about legality.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowance: int = Field(default=0, ge=0, description="Retries after an invalid move.")
+    penalty: float = Field(default=-1.5, description="Payoff of the player who forfeits.")
+    bonus: float = Field(default=0.5, description="Payoff of each other player on a forfeit.")
+
+    @classmethod
+    def preset(cls, name: Literal["spiral", "strict", "lenient"]) -> InvalidMoveRules:
+        presets = {
+            "spiral": cls(allowance=0, penalty=-1.5, bonus=0.5),
+            "strict": cls(allowance=0, penalty=-2.0, bonus=0.0),
+            "lenient": cls(allowance=2, penalty=-1.5, bonus=0.5),
+        }
+        return presets[name]
 
 
 def explain(err: ValidationError, owner: str, section: str, fields: Any = ()) -> str:

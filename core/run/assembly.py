@@ -44,7 +44,7 @@ from selfplay.core.plan.ownership import reads
 from selfplay.core.plan.plan import RunPlan
 from selfplay.core.run.model_setup import build_learners, prepare_learner
 from selfplay.core.serving.backend import Backend, served_backend
-from selfplay.core.train.learners import Learner, policies
+from selfplay.core.train.learners import Learner, LearnerParts, policies
 from selfplay.core.train.state import RunState
 
 
@@ -56,7 +56,7 @@ class Parts:
     sampler: OpponentSampler
     reward: Any  # the reward pipeline (core/reward_pipeline.py)
     callbacks: list[tuple[str, Callback]]
-    learners: list[Learner]  # the shared policy, or one per group of roles
+    learners: list[LearnerParts]  # the shared policy, or one per group of roles
 
     @classmethod
     def build(cls, planned: RunPlan) -> Parts:
@@ -96,10 +96,9 @@ class Assembly:
 
     def __call__(self, resuming: bool) -> Assembled:
         config, parts = self.config, self.parts
-        for learner in parts.learners:
-            self._prepare(learner, resuming)
-        first = parts.learners[0]
-        models = RewardModels(config, first.policy, first.reference, parts.learners)
+        learners = [self._prepare(learner, resuming) for learner in parts.learners]
+        first = learners[0]
+        models = RewardModels(config, first.policy, first.reference, learners)
         shown = lambda label: self.phase(label, quiet=True)  # noqa: E731
         device = str(self.fabric.device)
         context = RewardContext(parts.game, models, device, models.measure, shown, hub_folder)
@@ -108,19 +107,16 @@ class Assembly:
             self.say(f"[yellow]note:[/yellow] {escape(line)}")
         path = self.folder or config.resume or config.out
         shared = Path(self.processes.broadcast(path))
-        store = snapshot_store(config, parts.learners, shared / "pool", self.processes.main)
-        seat, several, backend = self._seats(shared)
-        owners = {role: learner.seat for learner in parts.learners for role in learner.roles}
+        store = snapshot_store(config, learners, shared / "pool", self.processes.main)
+        seat, several, backend = self._seats(shared, learners)
+        owners = {role: learner.seat for learner in learners for role in learner.roles}
         owners = owners if several else {}
         seats = Seats(seat, parts.game, snapshots=store, learners=several, owners=owners)
         view = self._view(seats, several, resuming)
-        if config.hardware.malloc_trim:
-            for learner in parts.learners:  # between backward passes
-                learner.updater.release = self.processes.heap.release
         state = RunState(
             config=config,
             game=parts.game,
-            learners=parts.learners,
+            learners=learners,
             sampler=parts.sampler,
             reward=parts.reward,
             callbacks=parts.callbacks,
@@ -132,7 +128,7 @@ class Assembly:
         )
         return Assembled(state, shared, backend)
 
-    def _prepare(self, learner: Learner, resuming: bool) -> None:
+    def _prepare(self, learner: LearnerParts, resuming: bool) -> Learner:
         """Set ``learner`` up, with a KL reference when anything reads one."""
         train, objective = learner.config.train, learner.objective
         kl = "kl_coef" in reads(objective)  # the objective's own KL, if scheduled
@@ -144,11 +140,15 @@ class Assembly:
         )
         console = self.console if self.processes.main else None
         game, say = self.parts.game, self.say
-        prepare_learner(self.fabric, self.processes, learner, game, wanted, resuming, say, console)
+        return prepare_learner(
+            self.fabric, self.processes, learner, game, wanted, resuming, say, console
+        )
 
-    def _seats(self, shared: Path) -> tuple[Any, dict[str, Any], Backend | None]:
+    def _seats(
+        self, shared: Path, learners: list[Learner]
+    ) -> tuple[Any, dict[str, Any], Backend | None]:
         """The learner's seat, each learner's (several), and the rollout servers, if served."""
-        config, learners = self.config, self.parts.learners
+        config = self.config
         seat = learners[0].policy
         several = policies(learners) if config.learners else {}
         if not served(config):

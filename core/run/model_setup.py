@@ -31,7 +31,7 @@ from selfplay.core.plan.checks import check_learners
 from selfplay.core.plan.plan import LearnerPlan, RunPlan
 from selfplay.core.run.progress import Ticker
 from selfplay.core.train.cold_start import warm_up
-from selfplay.core.train.learners import Learner
+from selfplay.core.train.learners import Learner, LearnerParts
 from selfplay.core.train.samples import sampling
 from selfplay.core.train.search_targets import SearchTargets
 from selfplay.core.train.update.averaging import WeightAverage
@@ -40,8 +40,8 @@ from selfplay.core.train.update.reference import Reference
 from selfplay.core.train.update.updater import Updater
 
 
-def build_learners(planned: RunPlan, game: Game) -> list[Learner]:
-    """The run's learners, from their plans: the shared policy when no ``learners`` are named."""
+def build_learners(planned: RunPlan, game: Game) -> list[LearnerParts]:
+    """The learners' parts, from their plans: the shared policy when no ``learners`` are named."""
     config = planned.config
     if not config.learners:
         return [_built(LEARNER, tuple(game.roles), planned.learner(None), game, "--model")]
@@ -61,14 +61,14 @@ def build_learners(planned: RunPlan, game: Game) -> list[Learner]:
 
 def _built(
     name: str, roles: tuple[Role, ...], planned: LearnerPlan, game: Game, what: str, every: int = 1
-) -> Learner:
+) -> LearnerParts:
     config, objective = planned.config, planned.objective
     estimator = build_estimator(config)
     estimator.bind(game.name, game.roles)
     policy = build_learner(config, what)
     policy.name = learner_seat(name)  # what its turns record as their seat
     search = SearchTargets(game, config.train.search_weight, policy)
-    return Learner(
+    return LearnerParts(
         name,
         roles,
         config,
@@ -85,15 +85,15 @@ def _built(
 def prepare_learner(
     fabric: L.Fabric,
     processes: Processes,
-    trained: Learner,
+    trained: LearnerParts,
     game: Any,
     reference_wanted: bool,
     resuming: bool,
     say: Callable[[str], None],
     console: Any = None,
-) -> None:
-    """Set one learner up for training (see the module doc), in place; a fresh run
-    cold-starts here (a learner of its own on transcripts of its own roles)."""
+) -> Learner:
+    """One learner set up to train (see the module doc); a fresh run cold-starts here (a
+    learner of its own on transcripts of its own roles)."""
     config, learner, objective = trained.config, trained.policy, trained.objective
     if config.lora.enabled:
         learner.model = apply_lora(learner.model, config.lora, game.roles)
@@ -140,13 +140,11 @@ def prepare_learner(
         reduce=processes.sum,
         average=WeightAverage(model, train.weight_average) if train.weight_average else None,
         measure_mismatch=config.rollout.served,
+        release=processes.heap.release if config.hardware.malloc_trim else None,
     )
     learner.role_context = updater.role_context
-    trained.model, trained.optimizer, trained.reference, trained.updater = (
-        model,
-        optimizer,
-        reference,
-        updater,
+    return Learner.set_up(
+        trained, model=model, optimizer=optimizer, reference=reference, updater=updater
     )
 
 
