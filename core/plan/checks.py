@@ -1,10 +1,12 @@
 """The refusals before any work: what a run's settings and its plug-ins must agree on, checked
 before the run folder, the model or the cold start exist.
 
-Each names the bad setting and the way out (a ConfigError, exit 2). Checks that belong to
-another room stay there: the league's keep-best (core/league/keep_best.py), the rollout servers
-(core/serving/backend.py), the hardware's strategy (core/machine/hardware.py), the loggers
-(core/run/trackers.py).
+Each names the bad setting and the way out (a ConfigError, exit 2). The settings alone are
+checked as the run is planned (`resolve`, recipes.py); what needs the built plug-ins (the game's
+roles and players, the rewards' models) in one call, `check_parts`, before any learner is built.
+Checks that belong to another room stay there, named by these two: the league's keep-best
+(core/league/keep_best.py), the rollout servers (core/serving/backend.py), the hardware's
+strategy (core/machine/hardware.py), the loggers (core/run/trackers.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from selfplay.api.policy import has_player
 from selfplay.api.sampler import is_served
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import NAME, RESERVED, learner_config, learner_roles, served
+from selfplay.core.league.keep_best import check_keep_best
 from selfplay.core.models.policy_table import check_choice
 from selfplay.core.plan.build import describe_reads, split_spec
 from selfplay.core.plan.objectives import Objectives
@@ -82,6 +85,16 @@ def check_stale(config: RunConfig, objective: Objective) -> None:
             "sample as it is and takes no age weights (pg and legal-pg do). Use "
             "rollout.stale=wait or drop."
         )
+
+
+def check_parts(config: RunConfig, game: Game, models: Any) -> None:
+    """What the settings and the built plug-ins must agree on (``models``: the rewards' judges),
+    before any learner, run folder or model exists."""
+    check_players(config, game)
+    check_keep_best(config)
+    check_learner_judges(config, models)
+    if config.learners:
+        check_learners(config, game)
 
 
 def check_players(config: RunConfig, game: Game) -> None:

@@ -25,7 +25,6 @@ from selfplay.api.run_view import RunView
 from selfplay.api.sampler import OpponentSampler, learner_seat
 from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import served
-from selfplay.core.league.keep_best import check_keep_best
 from selfplay.core.league.league import League
 from selfplay.core.league.seating import Seats
 from selfplay.core.league.snapshots import snapshot_store
@@ -39,7 +38,7 @@ from selfplay.core.plan.build import (
     build_reward,
     build_sampler,
 )
-from selfplay.core.plan.checks import check_learner_judges, check_players
+from selfplay.core.plan.checks import check_parts
 from selfplay.core.plan.ownership import reads
 from selfplay.core.plan.plan import RunPlan
 from selfplay.core.run.model_setup import build_learners, prepare_learner
@@ -65,9 +64,7 @@ class Parts:
         sampler = build_sampler(config, game)
         reward = build_reward(config, game)
         callbacks = build_callbacks(config)
-        check_players(config, game)
-        check_keep_best(config)
-        check_learner_judges(config, reward.models)
+        check_parts(config, game, reward.models)
         learners = build_learners(planned, game)
         return cls(game, sampler, reward, callbacks, learners)
 

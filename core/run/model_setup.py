@@ -27,7 +27,6 @@ from selfplay.core.machine.processes import Processes
 from selfplay.core.models.loading import build_learner
 from selfplay.core.models.lora import apply_lora, use_adapter
 from selfplay.core.plan.build import build_estimator
-from selfplay.core.plan.checks import check_learners
 from selfplay.core.plan.plan import LearnerPlan, RunPlan
 from selfplay.core.run.progress import Ticker
 from selfplay.core.train.cold_start import warm_up
@@ -45,7 +44,6 @@ def build_learners(planned: RunPlan, game: Game) -> list[LearnerParts]:
     config = planned.config
     if not config.learners:
         return [_built(LEARNER, tuple(game.roles), planned.learner(None), game, "--model")]
-    check_learners(config, game)
     return [
         _built(
             name,
