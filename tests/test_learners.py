@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import os
 import re
-import typing
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,6 @@ from selfplay.core.config.learners import learner_config
 from selfplay.core.plan.config_loader import build_config, learner_flags
 from selfplay.core.plan.recipes import resolve
 from selfplay.core.run.trainer import train
-from selfplay.core.train.learners import Learner, LearnerParts
 from tests.test_loop import selfplay
 
 QUICK = [
@@ -140,20 +137,6 @@ def test_bad_learners_exit_2_before_any_run_folder(case, tmp_path, capsys):
     assert said in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "runs").exists()
     assert os.sched_getaffinity(0) == cores  # refused before the run keeps to its own cores
-
-
-def test_a_learner_is_built_whole_with_no_field_left_to_fill():
-    """What trains a learner is required when it is made, typed, and never filled in later."""
-    training = {"model", "optimizer", "reference", "updater"}
-    assert not training & {f.name for f in dataclasses.fields(LearnerParts)}
-    hints = typing.get_type_hints(Learner)
-    for field in dataclasses.fields(Learner):
-        assert hints[field.name] is not typing.Any, field.name
-        if field.name in training:
-            assert field.default is dataclasses.MISSING, field.name
-            assert field.default_factory is dataclasses.MISSING, field.name
-    with pytest.raises(TypeError, match="model"):
-        Learner("learner", (), RunConfig(), None, None, None, None)  # type: ignore[arg-type]
 
 
 def test_a_learners_setting_its_own_objective_reads_is_kept():
