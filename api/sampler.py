@@ -108,7 +108,7 @@ class OpponentSampler(ABC):
     positional: ClassVar[str | None] = None
     #: True when the sampler draws from the pool of snapshots: the loop then takes them.
     uses_pool: bool = False
-    #: The league's payoff table (api/ratings.py) under the names this sampler knows the
+    #: The league's payoff table (api/ratings/payoffs.py) under the names this sampler knows the
     #: holders by, handed to it before each ``update``: the matches every pair of holders
     #: played, the sampler's own requests (``wanted_matches``) among them. None outside a run.
     payoff_table: Payoffs | None = None

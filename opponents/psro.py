@@ -9,7 +9,7 @@ PSRO repeats three phases; here they map onto the loop like this:
    (the loop adds it).
 3. Evaluation and meta-solve: ``wanted_matches`` asks for matches between the new member and
    every member (the empirical payoff matrix grows by one row and column); the league records
-   their results in its payoff table (api/ratings.py, ``self.payoff_table``), the one table
+   their results in its payoff table (api/ratings/payoffs.py, ``self.payoff_table``), the one table
    crossplay.csv shows, and ``update`` has the meta-solver turn the matrix into the next sigma.
 
 Meta-solvers come from `selfplay.opponents.meta_solvers` by name: ``uniform`` (fictitious

@@ -3,7 +3,7 @@
 Each new snapshot plays every other snapshot of the pool it has not met; when its mean score
 against them falls more than ``pool.keep_best_margin`` below the best member's, the learner
 goes back to that member's weights (and forgets its optimiser's moments). The scores are read
-from the league's one payoff table (api/ratings.py), each opponent counting alike.
+from the league's one payoff table (api/ratings/payoffs.py), each opponent counting alike.
 """
 
 from __future__ import annotations
