@@ -4,9 +4,9 @@ exploitability and keep-best.
 The run hands the league every finished match; each iteration it goes through three phases,
 as PSRO does (open_spiel's psro_v2, Lanctot et al. 2017):
 
-1. respond: the iteration's matches go into the one payoff table (api/ratings/payoffs.py) and the Elo
-   ratings of every seat holder (a snapshot starts at its learner's rating), and the sampler
-   learns from them;
+1. respond: the iteration's matches go into the one payoff table (api/ratings/payoffs.py)
+   and the Elo ratings of every seat holder (a snapshot starts at its learner's rating), and
+   the sampler learns from them;
 2. expand: every ``pool.snapshot_every`` iterations (for samplers with ``uses_pool``, or
    keep-best) the learner's snapshot joins the pool, written to ``<run folder>/pool/`` and
    loaded on demand (or, with ``pool.server``, played as a LoRA adapter on that server:
