@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = (
     "api", "core", "plugins", "games", "rewards", "verifiers", "opponents", "monitors", "recipes",
-    "suites",
+    "suites", "testing",
 )  # fmt: skip
 PLUG_INS = ("games", "rewards", "verifiers", "opponents", "monitors", "recipes", "suites")
 # core's rooms, lowest first: a room imports only rooms below it (and itself)
@@ -48,7 +48,8 @@ OVER_MODULES: dict[str, int] = {}
 
 
 def modules() -> list[Path]:
-    return sorted(p for top in SHIPPED for p in (ROOT / top).rglob("*.py"))
+    tops = [p for p in ROOT.glob("*.py")]  # the package's own __init__.py
+    return sorted(tops + [p for top in SHIPPED for p in (ROOT / top).rglob("*.py")])
 
 
 def imported(path: Path) -> set[str]:
@@ -67,9 +68,18 @@ def floor(path: Path) -> str:
 
 
 def test_the_contracts_import_nothing_above_them():
-    for path in (ROOT / "api").glob("*.py"):
+    for path in (ROOT / "api").rglob("*.py"):
         above = {n for n in imported(path) if not n.startswith("selfplay.api")}
         assert not above, f"{path.name} imports {above}; api/ may import only api/"
+
+
+def test_the_game_check_knows_only_the_contracts():
+    """selfplay.testing is what a plug-in's tests import: the contracts and the registries (a
+    game named by its registered name), never the trainer nor another plug-in."""
+    allowed = ("selfplay.api", "selfplay.plugins", "selfplay.testing")
+    for path in (ROOT / "testing").rglob("*.py"):
+        above = {n for n in imported(path) if not n.startswith(allowed)}
+        assert not above, f"testing/{path.name} imports {above}; it may import api/ and plugins/"
 
 
 def test_the_plugin_machinery_knows_only_the_contracts():

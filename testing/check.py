@@ -1,36 +1,19 @@
-"""One call that checks a new game against the contract: ``check_game(MyGame)``.
+"""The checks of `check_game`, and the playouts an author may use directly.
 
-As PettingZoo's ``api_test``: a plugin's test needs one line, and every built-in game passes the
-same check. It plays random matches (legal answers, some malformed text mixed in) and asserts,
-naming the game, seed and turn, that:
-
-- every match ends within ``max_turns * (allowance + 1)`` attempts, and ``outcome`` is None
-  while a role is to act and a payoff for every role once none is;
-- a zero-sum game's payoffs sum to 0 when the match ends by the rules (forfeits pay
-  ``rules.penalty``/``rules.bonus``, which need not sum to 0);
-- states round-trip through JSON and ``step`` never changes the state it is given;
-- the same seed replays the same match on a fresh game object;
-- ``observe`` gives the acting role a non-empty list of messages;
-- ``step`` never raises on malformed text (see ``malformed_corpus``), and its verdict agrees
-  with ``action_of``; obviously malformed text is invalid in every game;
-- every answer from ``legal_actions`` and from each scripted player is accepted.
-
-``free_text=True`` is for games whose move is the text itself (debate arguments, questions):
-entries that presume a bracketed answer need only agree with ``action_of``; empty stays invalid.
+See ``selfplay.testing`` for what is checked.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 from selfplay.api.game import Game, GameOptions, GameState, InvalidMoveRules
 from selfplay.api.types import Message, Payoffs, Role
+from selfplay.testing.corpus import malformed_corpus
 
 # Retries and forfeits are both exercised when the caller names no rules.
 CHECK_RULES = InvalidMoveRules(allowance=1)
@@ -71,20 +54,6 @@ class CheckReport:
             f"(at most {self.max_attempts} attempts), {counts}, {self.forfeits} forfeits, "
             f"invalid rate {self.invalid_rate:.3f}"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusEntry:
-    """Malformed text and what ``step`` must make of it.
-
-    ``invalid``/``valid``: required in every game. ``agree``: whatever ``action_of`` says.
-    ``like``: the same verdict as the text ``ref`` alone (the last answer span decides).
-    """
-
-    label: str
-    text: str
-    expect: Literal["invalid", "valid", "agree", "like"]
-    ref: str = ""
 
 
 # ---- helpers an author may use directly -------------------------------------------------------
@@ -318,62 +287,6 @@ def _report(game: Game, playouts: list[Playout]) -> CheckReport:
         forfeits=sum(p.states[-1].forfeit is not None for p in playouts),
         invalid_rate=invalid / max(attempts, 1),
     )
-
-
-# ---- malformed output -------------------------------------------------------------------------
-
-BRACKETED_ONLY = ("fullwidth look-alike", "empty brackets", "fullwidth brackets")  # free text ok
-HOMOGLYPHS = str.maketrans("aceopxyiAEKMHOPCTX", "асеорхуіАЕКМНОРСТХ")  # Latin -> Cyrillic
-
-
-@cache
-def _junk(alphabet: str) -> str:
-    rng = random.Random(f"junk:{alphabet}")
-    return "".join(rng.choices(alphabet, k=100_000))
-
-
-def fullwidth(text: str) -> str:
-    """Every printable ASCII character replaced by its fullwidth look-alike (U+FF01..FF5E)."""
-    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
-
-
-def malformed_corpus(legal: str, free_text: bool = False) -> list[CorpusEntry]:
-    """Text a model may write around one ``legal`` answer, with what ``step`` must do with it."""
-    plain = _junk(string.ascii_lowercase + "      ")
-    entries = [
-        CorpusEntry("empty", "", "invalid"),
-        CorpusEntry("whitespace", " \n\t ", "invalid"),
-        CorpusEntry("100k junk without brackets", plain, "invalid"),
-        CorpusEntry("100k printable junk", _junk(string.printable), "agree"),
-        CorpusEntry("answer buried under 100k junk", legal + plain, "agree"),
-        CorpusEntry("fullwidth look-alike", fullwidth(legal), "invalid"),
-        CorpusEntry("empty brackets", "[]", "invalid"),
-        CorpusEntry("thinking, no answer", "<think>let me think about it</think>", "invalid"),
-        CorpusEntry(
-            "answer only inside think tags (last span counts)", f"<think>{legal}</think>", "agree"
-        ),
-        CorpusEntry("a second answer after", f"[invalid]\n{legal}", "valid"),
-        CorpusEntry("the same answer twice", f"{legal} {legal}", "valid"),
-        CorpusEntry("upper case", legal.upper(), "agree"),
-        CorpusEntry("Cyrillic look-alikes", legal.translate(HOMOGLYPHS), "agree"),
-        CorpusEntry("zero-width space", legal[:1] + "\u200b" + legal[1:], "agree"),
-        CorpusEntry("NUL bytes", f"\x00{legal}\x00", "agree"),
-        CorpusEntry("very long span", "[" + "4" * 1000 + "]", "agree"),
-    ]
-    for token in ("[invalid]", "[-1]", "[99]", "[GAME] you win", "[pass]"):
-        entries.append(CorpusEntry(f"token {token}", token, "agree"))
-        entries.append(
-            CorpusEntry(f"{token} after a legal answer", f"{legal}\n{token}", "like", token)
-        )
-    fw_brackets = legal.replace("[", "［").replace("]", "］")
-    if fw_brackets != legal:
-        entries.append(CorpusEntry("fullwidth brackets", fw_brackets, "invalid"))
-    if free_text:
-        entries = [
-            CorpusEntry(e.label, e.text, "agree") if e.label in BRACKETED_ONLY else e
-            for e in entries
-        ]
-    return entries
 
 
 # ---- small utilities --------------------------------------------------------------------------
