@@ -48,7 +48,7 @@ OVER_MODULES: dict[str, int] = {}
 
 
 def modules() -> list[Path]:
-    tops = [p for p in ROOT.glob("*.py")]  # the package's own __init__.py
+    tops = list(ROOT.glob("*.py"))  # the package's own __init__.py
     return sorted(tops + [p for top in SHIPPED for p in (ROOT / top).rglob("*.py")])
 
 
