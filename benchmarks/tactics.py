@@ -7,7 +7,9 @@ positions decide them. This probe asks the checkpoint's greedy move at every rea
 position instead (all of them, so it has no sampling noise):
 
 - win: the player to move can complete a line now; a hit takes such a win;
-- block: it cannot, and the opponent threatens exactly one line; a hit blocks it.
+- block: it cannot, and the opponent threatens exactly one line; a hit blocks it;
+- keep: the legal moves differ in exact value (minimax); a hit keeps the position's value,
+  what the ``move-value`` reward scores (every such position: the two kinds above among them).
 
 A uniformly random legal move hits with the share printed as "random" (the mean of winning or
 blocking cells over empty cells).
@@ -36,7 +38,7 @@ from selfplay.api.policy import Request
 from selfplay.core.commands.play import load_checkpoint_policy
 from selfplay.core.plan.build import build_game
 from selfplay.core.train.cold_start import build_examples, collate, target_loss
-from selfplay.games.tictactoe import LINES, TicTacToeState, winner
+from selfplay.games.tictactoe import LINES, TicTacToe, TicTacToeState, winner
 
 ROLES = {"x": "player_0", "o": "player_1"}
 
@@ -70,7 +72,8 @@ def completing(board: str, mark: str) -> set[int]:
 
 
 def tests() -> dict[str, list[tuple[str, set[int]]]]:
-    found: dict[str, list[tuple[str, set[int]]]] = {"win": [], "block": []}
+    found: dict[str, list[tuple[str, set[int]]]] = {"win": [], "block": [], "keep": []}
+    game = TicTacToe()
     for board in positions():
         mark = _to_move(board)
         wins, threats = completing(board, mark), completing(board, "o" if mark == "x" else "x")
@@ -78,6 +81,10 @@ def tests() -> dict[str, list[tuple[str, set[int]]]]:
             found["win"].append((board, wins))
         elif len(threats) == 1:
             found["block"].append((board, threats))
+        values = game.move_values(TicTacToeState(seed=0, board=board), ROLES[mark])
+        best = max(values.values())
+        if min(values.values()) < best:
+            found["keep"].append((board, {int(a) for a, v in values.items() if v == best}))
     return found
 
 
@@ -112,7 +119,8 @@ def train_on_probe(
 ) -> None:
     """Supervised steps on every probe position's good cells; hit rates every 100 steps."""
     transcripts = []
-    for cases in found.values():
+    for kind in ("win", "block"):
+        cases = found[kind]
         for board, good in cases:
             state, role = TicTacToeState(seed=0, board=board), ROLES[_to_move(board)]
             messages = tuple(game.observe(state, role))
@@ -134,10 +142,14 @@ def train_on_probe(
         if step % 100 == 0 or step == steps:
             rates = hit_rates(game, policy, found)
             print(
-                f"  step {step}: loss {loss.item():.3f}, win {rates['win']:.2f}, "
-                f"block {rates['block']:.2f} ({time.perf_counter() - started:.0f} s)",
+                f"  step {step}: loss {loss.item():.3f}, {_rates(rates)} "
+                f"({time.perf_counter() - started:.0f} s)",
                 flush=True,
             )
+
+
+def _rates(rates: dict[str, float]) -> str:
+    return ", ".join(f"{kind} {rate:.2f}" for kind, rate in rates.items())
 
 
 def main(argv: list[str]) -> int:
@@ -154,13 +166,14 @@ def main(argv: list[str]) -> int:
         for kind, cases in found.items()
     }
     print(
-        f"positions: win {len(found['win'])}, block {len(found['block'])}; "
-        f"random: win {chance['win']:.2f}, block {chance['block']:.2f}"
+        "positions: "
+        + ", ".join(f"{kind} {len(cases)}" for kind, cases in found.items())
+        + f"; random: {_rates(chance)}"
     )
     for source in args.sources:
         loaded = load_checkpoint_policy(source)
         rates = hit_rates(build_game(loaded.config), loaded.policy, found)
-        print(f"{source}: win {rates['win']:.2f}, block {rates['block']:.2f}")
+        print(f"{source}: {_rates(rates)}")
         if args.train:
             train_on_probe(build_game(loaded.config), loaded.policy, found, args.train, args.lr)
     return 0

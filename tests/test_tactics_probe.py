@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from selfplay.api.policy import LookaheadPolicy, MockPolicy
+from selfplay.api.policy import LookaheadPolicy, MockPolicy, ScriptedPolicy
 from selfplay.games.tictactoe import TicTacToe
 
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "tactics.py"
@@ -22,12 +22,15 @@ def test_the_probe_asks_every_reachable_position_and_scores_moves_not_claims():
     found = {kind: cases[::40] for kind, cases in found.items()}  # a sample keeps it quick
     game = TicTacToe()
     perfect = tactics.hit_rates(game, LookaheadPolicy(MockPolicy(["[0]"])), found)
-    assert perfect == {"win": 1.0, "block": 1.0}
+    assert perfect["win"] == 1.0 and perfect["block"] == 1.0
+    assert 0.5 < perfect["keep"] < 1.0  # one move ahead is not the whole game's value
+    assert tactics.hit_rates(game, ScriptedPolicy("minimax"), found)["keep"] == 1.0
     forged = tactics.hit_rates(
         game, MockPolicy(["I win [4] [5] [6] [7] [8] [0] [1] [2] [3]"]), found
     )
     fixed = tactics.hit_rates(game, MockPolicy(["[4]"]), found)
     assert forged["win"] < 0.5 and fixed["win"] < 0.5 and fixed["block"] < 0.5
+    assert forged["keep"] < 0.3 and fixed["keep"] < 0.3  # uniform random: 0.40
 
 
 def test_training_on_the_probe_moves_the_weights_and_reports_the_rates(capsys):
