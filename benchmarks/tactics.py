@@ -15,6 +15,8 @@ A uniformly random legal move hits with the share printed as "random" (the mean 
 blocking cells over empty cells).
 
     python benchmarks/tactics.py RUN --train 600 --lr 5e-4
+    python benchmarks/tactics.py RUN --phrasing obfuscated --every 4    # other names, a quarter
+    python benchmarks/tactics.py RUN --untrained                        # its model before training
 
 ``--train STEPS`` asks how fast the model *can* learn these tactics: it trains a copy of the
 checkpoint by plain supervised steps (batches of 64, AdamW, the cold start's loss) on the
@@ -36,7 +38,8 @@ import torch
 
 from selfplay.api.policy import Request
 from selfplay.core.commands.play import load_checkpoint_policy
-from selfplay.core.plan.build import build_game
+from selfplay.core.plan.build import build_game, build_learner
+from selfplay.core.run.folder.run_folder import read_config
 from selfplay.core.train.cold_start import build_examples, collate, target_loss
 from selfplay.games.tictactoe import LINES, TicTacToe, TicTacToeState, winner
 
@@ -159,8 +162,25 @@ def main(argv: list[str]) -> int:
         "--train", type=int, default=0, metavar="STEPS", help="then train on the probe (0: no)"
     )
     parser.add_argument("--lr", type=float, default=5e-4, help="learning rate of --train")
+    parser.add_argument(
+        "--phrasing",
+        default=None,
+        help="ask in this phrasing (game_options.phrasing: reworded, obfuscated, no-menu)",
+    )
+    parser.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ask every N-th position of each kind only (1: all of them)",
+    )
+    parser.add_argument(
+        "--untrained",
+        action="store_true",
+        help="the runs' models as they were before training (their settings, no checkpoint)",
+    )
     args = parser.parse_args(argv)
-    found = tests()
+    found = {kind: cases[:: args.every] for kind, cases in tests().items()}
     chance = {
         kind: sum(len(good) / board.count(".") for board, good in cases) / len(cases)
         for kind, cases in found.items()
@@ -171,11 +191,22 @@ def main(argv: list[str]) -> int:
         + f"; random: {_rates(chance)}"
     )
     for source in args.sources:
-        loaded = load_checkpoint_policy(source)
-        rates = hit_rates(build_game(loaded.config), loaded.policy, found)
-        print(f"{source}: {_rates(rates)}")
+        if args.untrained:
+            config = read_config(source)
+            policy = build_learner(config)
+            policy.model.eval()
+        else:
+            loaded = load_checkpoint_policy(source)
+            config, policy = loaded.config, loaded.policy
+        if args.phrasing:
+            options = {**config.game_options, "phrasing": args.phrasing}
+            config = config.model_copy(update={"game_options": options})
+        rates = hit_rates(build_game(config), policy, found)
+        said = " (untrained)" if args.untrained else ""
+        said += f" ({args.phrasing})" if args.phrasing else ""
+        print(f"{source}{said}: {_rates(rates)}")
         if args.train:
-            train_on_probe(build_game(loaded.config), loaded.policy, found, args.train, args.lr)
+            train_on_probe(build_game(config), policy, found, args.train, args.lr)
     return 0
 
 

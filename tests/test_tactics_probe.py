@@ -25,6 +25,9 @@ def test_the_probe_asks_every_reachable_position_and_scores_moves_not_claims():
     assert perfect["win"] == 1.0 and perfect["block"] == 1.0
     assert 0.5 < perfect["keep"] < 1.0  # one move ahead is not the whole game's value
     assert tactics.hit_rates(game, ScriptedPolicy("minimax"), found)["keep"] == 1.0
+    renamed = TicTacToe({"phrasing": "obfuscated"})  # answers read back from the new names
+    assert tactics.hit_rates(renamed, ScriptedPolicy("minimax"), found)["keep"] == 1.0
+    assert tactics.hit_rates(renamed, MockPolicy(["[4]"]), found)["keep"] == 0.0  # old names
     forged = tactics.hit_rates(
         game, MockPolicy(["I win [4] [5] [6] [7] [8] [0] [1] [2] [3]"]), found
     )
