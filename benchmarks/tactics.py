@@ -180,6 +180,8 @@ def main(argv: list[str]) -> int:
         help="the runs' models as they were before training (their settings, no checkpoint)",
     )
     args = parser.parse_args(argv)
+    if args.every < 1:
+        parser.error(f"--every {args.every}: give 1 (every position) or more (every N-th).")
     found = {kind: cases[:: args.every] for kind, cases in tests().items()}
     chance = {
         kind: sum(len(good) / board.count(".") for board, good in cases) / len(cases)
