@@ -73,6 +73,7 @@ from selfplay.api.objective import (
     UpdateEpochs,
 )
 from selfplay.api.options import Options
+from selfplay.core.algorithms.state_values import StateValues, answer_slot
 
 
 class LegalPGOptions(Options):
@@ -80,10 +81,27 @@ class LegalPGOptions(Options):
     kl_coef: KLCoef = 0.05
     entropy_coef: EntropyCoef = 0.0
     role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
-    update: Literal["softmax", "neurd"] = Field(
+    update: Literal["softmax", "neurd", "all-answers"] = Field(
         default="softmax",
         description="softmax: the exact policy gradient of the legal choice; neurd: the "
-        "logits moved by the importance-weighted advantage (NeuRD, Hennes et al. 2020).",
+        "logits moved by the importance-weighted advantage (NeuRD, Hennes et al. 2020); "
+        "all-answers: every legal answer moved by the mean return seen after it from the same "
+        "position (a table of the run's own returns), not only the one played.",
+    )
+    value_decay: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="all-answers: per-iteration decay of each answer's record of returns.",
+    )
+    value_prior: float = Field(
+        default=1.0,
+        gt=0,
+        description="all-answers: visits of the position's mean an answer's value starts from "
+        "(an answer seen rarely is valued near its position's mean).",
+    )
+    value_buckets: int = Field(
+        default=65536, ge=1, description="all-answers: hashed (position, answer) slots."
     )
     max_weight: float = Field(
         default=20.0,
@@ -113,6 +131,7 @@ class Decision:
     samples: tuple[Sample, ...]
     chosen: int
     advantage: float
+    values: tuple[float, ...] = ()  # all-answers: each answer's value from this position
 
 
 class LegalPolicyGradient(Objective):
@@ -134,6 +153,10 @@ class LegalPolicyGradient(Objective):
                 f"{self.options.update_epochs}): the rollout keeps only the chosen answer's "
                 "scores, so there is no PPO ratio of the choice. Leave update_epochs at 1."
             )
+        self.values: StateValues | None = None
+        if self.options.update == "all-answers":
+            self.values = StateValues(self.options.value_buckets, self.options.value_decay, 1.0)
+            self.values.bind(["answers"])  # one block: the role is in each slot's key
 
     def prepare(self, data: IterationData) -> list[Decision]:
         advantages = data.advantages or [None] * len(data.samples)
@@ -163,10 +186,38 @@ class LegalPolicyGradient(Objective):
                 for i, ids in enumerate(rows)
             )
             decisions.append(Decision(samples, chosen, advantage))
+        if self.values is not None:
+            return self._valued(decisions, data.reduce or self.reduce)
         return decisions
+
+    def _valued(self, decisions: list[Decision], reduce: Any) -> list[Decision]:
+        """Adds each played answer's return to the table, then values every answer of each
+        menu: (S_b + k V) / (C_b + k), V the position's mean over its answers' records."""
+        table, buckets, prior = self.values, self.options.value_buckets, self.options.value_prior
+        played = [d.samples[d.chosen] for d in decisions]
+        slots = [answer_slot(s, s.token_ids, buckets) for s in played]
+        returns = torch.tensor([s.reward for s in played], dtype=torch.float64)
+        table.add(torch.tensor(slots, dtype=torch.long), returns, reduce)
+        valued = []
+        for decision in decisions:
+            menu = torch.tensor(
+                [answer_slot(s, s.token_ids, buckets) for s in decision.samples], dtype=torch.long
+            )
+            sums, counts = table.sums[menu], table.counts[menu]
+            mean = sums.sum() / counts.sum() if counts.sum() > 0 else torch.zeros(())
+            values = (sums + prior * mean) / (counts + prior)
+            valued.append(replace(decision, values=tuple(values.tolist())))
+        return valued
 
     def wants_reference(self) -> bool:
         return self.options.kl_coef > 0 and self.options.uniform_magnet < 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {} if self.values is None else {"answer_values": self.values.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.values is not None and "answer_values" in state:
+            self.values.load_state_dict(state["answer_values"])
 
     def weight(self, items: Sequence[Any]) -> float:
         return float(len(items))  # a mean over decisions
@@ -190,7 +241,13 @@ class LegalPolicyGradient(Objective):
             cap = played.sampling.importance_cap
             if cap is not None and played.choice_logprob is not None:  # served: q / q_b
                 weight = weight * torch.exp(logq[a].detach() - played.choice_logprob).clamp(max=cap)
-            if options.update == "neurd":
+            if options.update == "all-answers":
+                values = torch.tensor(item.values, dtype=logits.dtype, device=logits.device)
+                # its gradient on the logits is q * (value - q . value): the expected policy
+                # gradient over the whole menu, with the table's values for the returns
+                expected = (q.detach() * values).sum()
+                policy = -scale.get(played.role, 1.0) * (q * (values - expected)).sum()
+            elif options.update == "neurd":
                 importance = (1.0 / q[a].detach()).clamp(max=options.max_weight)
                 policy = -weight * importance * (logits[a] - logits.mean())
             else:

@@ -26,10 +26,18 @@ import torch
 from selfplay.api.estimator import Reduce, Sample
 
 
+def _packed(ids: Sequence[int]) -> bytes:
+    return b"".join(i.to_bytes(4, "little", signed=True) for i in ids)
+
+
 def position(sample: Sample) -> bytes:
     """What identifies a position: the role and the prompt's tokens."""
-    ids = b"".join(i.to_bytes(4, "little", signed=True) for i in sample.prompt_ids)
-    return sample.role.encode() + b"\0" + ids
+    return sample.role.encode() + b"\0" + _packed(sample.prompt_ids)
+
+
+def answer_slot(sample: Sample, answer: Sequence[int], buckets: int) -> int:
+    """The hashed slot of one answer (token ids) from the sample's position."""
+    return zlib.crc32(position(sample) + b"\1" + _packed(answer)) % buckets
 
 
 class StateValues:
@@ -55,6 +63,19 @@ class StateValues:
         role = self.roles.index(sample.role)
         return role * self.buckets + zlib.crc32(position(sample)) % self.buckets
 
+    def add(self, slots: torch.Tensor, rewards: torch.Tensor, reduce: Reduce) -> torch.Tensor:
+        """Decays the table and adds this batch's returns (summed over processes) at
+        ``slots``; returns which returns were finite (a non-finite one is left out)."""
+        finite = torch.isfinite(rewards)
+        own = torch.where(finite, rewards, 0.0)
+        batch = torch.zeros(2, self.sums.numel(), dtype=torch.float64)
+        batch[0].index_add_(0, slots, own)
+        batch[1].index_add_(0, slots, finite.double())
+        batch = reduce(batch)
+        self.sums = self.decay * self.sums + batch[0]
+        self.counts = self.decay * self.counts + batch[1]
+        return finite
+
     def baselines(
         self,
         samples: Sequence[Sample],
@@ -64,14 +85,8 @@ class StateValues:
     ) -> list[float]:
         """Adds this batch to the table, then each sample's leave-one-out baseline."""
         slots = torch.tensor([self.slot(s) for s in samples], dtype=torch.long)
-        finite = torch.isfinite(rewards)
+        finite = self.add(slots, rewards, reduce)
         own = torch.where(finite, rewards, 0.0)
-        batch = torch.zeros(2, self.sums.numel(), dtype=torch.float64)
-        batch[0].index_add_(0, slots, own)
-        batch[1].index_add_(0, slots, finite.double())
-        batch = reduce(batch)
-        self.sums = self.decay * self.sums + batch[0]
-        self.counts = self.decay * self.counts + batch[1]
         others = self.sums[slots] - own
         count = self.counts[slots] - finite.double()
         prior = self.prior * torch.tensor(fallback, dtype=torch.float64)

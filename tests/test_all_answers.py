@@ -1,0 +1,120 @@
+"""legal-pg's ``update: all-answers``: every legal answer moved by its value from the position.
+
+The played answer's return goes into a table of (position, answer) records; each answer of a
+menu is valued from its record, shrunk toward the position's mean, and the loss's gradient on
+the answers' logits is q * (value - q . value), the expected policy gradient over the menu."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from selfplay.api.estimator import Sample
+from selfplay.api.objective import IterationData, Scored
+from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
+
+MENU = ("a", "b", "c")
+
+
+def encode(text: str) -> tuple[int, ...]:
+    return (ord(text), 0)
+
+
+def played(answer: str, reward: float, prompt=(1, 2), role="r") -> Sample:
+    return Sample("g", role, prompt, encode(answer), (), reward, prompt, menu=MENU)
+
+
+def objective(**options) -> LegalPolicyGradient:
+    return LegalPolicyGradient(update="all-answers", kl_coef=0.0, **options)
+
+
+def gradient(obj: LegalPolicyGradient, samples: list[Sample], totals: list[float]):
+    """(the decisions, the gradient on the first decision's answer logits)."""
+    decisions = obj.prepare(IterationData(samples, [0.0] * len(samples), encode=encode))
+    y = torch.tensor(totals, dtype=torch.float32, requires_grad=True)
+    rows = len(decisions) * len(MENU)
+    logits = y.repeat(len(decisions))
+    current = Scored(
+        torch.stack([torch.zeros(rows), logits], 1), torch.zeros(rows, 2), torch.ones(rows, 2)
+    )
+    obj.loss(decisions[:1], current, None).loss.backward()
+    return decisions, y.grad
+
+
+def test_each_answer_is_valued_by_its_own_returns_and_unseen_ones_by_the_positions_mean():
+    samples = [played("a", 1.0), played("a", 1.0), played("b", -1.0)]
+    decisions, _ = gradient(objective(value_decay=1.0, value_prior=1.0), samples, [0, 0, 0])
+    mean = (1 + 1 - 1) / 3
+    a, b, c = decisions[0].values
+    assert a == pytest.approx((2 + mean) / 3)
+    assert b == pytest.approx((-1 + mean) / 2)
+    assert c == pytest.approx(mean)  # never played: the position's mean
+    assert all(d.values == decisions[0].values for d in decisions)  # one position, one menu
+
+
+def test_the_gradient_on_the_logits_is_q_times_value_less_its_expectation():
+    totals = [0.0, -1.0, 0.5]
+    decisions, grad = gradient(objective(), [played("a", 1.0), played("b", -1.0)], totals)
+    q = torch.softmax(torch.tensor(totals), 0)
+    values = torch.tensor(decisions[0].values)
+    expected = -(q * (values - (q * values).sum()))
+    assert torch.allclose(grad, expected, atol=1e-6)
+    assert grad[0] < 0 and grad[1] > 0  # a step down the loss raises a, lowers b
+
+
+def test_the_gradient_does_not_depend_on_which_answer_was_played():
+    samples = [played("a", 1.0), played("b", -1.0)]
+    first, g1 = gradient(objective(), samples, [0.0, 0.0, 0.0])
+    second, g2 = gradient(objective(), samples[::-1], [0.0, 0.0, 0.0])
+    assert first[0].values == second[0].values
+    assert torch.allclose(g1, g2)
+
+
+def test_positions_and_roles_keep_separate_records():
+    obj = objective(value_decay=1.0)
+    samples = [played("a", 1.0), played("a", -1.0, prompt=(3, 4)), played("a", -1.0, role="s")]
+    decisions, _ = gradient(obj, samples, [0, 0, 0])
+    assert decisions[0].values[0] > 0 > decisions[1].values[0]
+    assert decisions[2].values[0] < 0
+
+
+def test_records_decay_across_iterations_and_survive_a_checkpoint():
+    obj = objective(value_decay=0.5, value_prior=1e-9)
+    gradient(obj, [played("a", 1.0)], [0, 0, 0])
+    decisions, _ = gradient(obj, [played("a", -1.0)], [0, 0, 0])
+    # (0.5 * 1 - 1) / (0.5 * 1 + 1): the older return weighs half
+    assert decisions[0].values[0] == pytest.approx(-1 / 3, abs=1e-6)
+    restored = objective(value_decay=0.5, value_prior=1e-9)
+    restored.load_state_dict(obj.state_dict())
+    again, _ = gradient(restored, [played("b", 0.0)], [0, 0, 0])
+    assert again[0].values[0] == pytest.approx(-1 / 3, abs=1e-6)  # 0 had it been lost
+
+
+def test_a_non_finite_return_is_left_out_of_the_record():
+    decisions, grad = gradient(
+        objective(value_decay=1.0), [played("a", float("nan")), played("b", 1.0)], [0, 0, 0]
+    )
+    assert all(v == v for v in decisions[0].values)  # no NaN reaches a value
+    assert torch.isfinite(grad).all()
+
+
+def test_repeated_updates_on_one_position_move_the_choice_to_the_best_answer():
+    obj = objective(value_decay=0.9)
+    y = torch.zeros(3, requires_grad=True)
+    optimiser = torch.optim.SGD([y], lr=1.0)
+    rewards = {"a": 0.0, "b": 1.0, "c": -1.0}
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        q = torch.softmax(y.detach(), 0)
+        picks = torch.multinomial(q, 8, replacement=True, generator=generator).tolist()
+        samples = [played(MENU[i], rewards[MENU[i]]) for i in picks]
+        decisions = obj.prepare(IterationData(samples, [0.0] * 8, encode=encode))
+        rows = 8 * 3
+        logits = y.repeat(8)
+        current = Scored(
+            torch.stack([torch.zeros(rows), logits], 1), torch.zeros(rows, 2), torch.ones(rows, 2)
+        )
+        optimiser.zero_grad()
+        obj.loss(decisions, current, None).loss.backward()
+        optimiser.step()
+    assert torch.softmax(y.detach(), 0)[1] > 0.9
