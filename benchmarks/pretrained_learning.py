@@ -15,7 +15,7 @@ already holds a finished run is read again rather than rerun.
   of the iterates at the end, and the untrained model's (0.828 at temperature 1).
 
 A claim is a ``Claim`` here: its recipe, the arguments that make its control, the figures it
-is read by. About 22 minutes a run at ``--threads 1`` on a 2-core CPU, two at once.
+is read by. About 16 minutes a run at ``--threads 1`` on a 2-core CPU, two at once.
 
 Prints a table per claim with each seed's figures and the spread over seeds (min-max), then
 the commands to draw the curves (benchmarks/run_curves.py).

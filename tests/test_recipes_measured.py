@@ -96,7 +96,8 @@ def test_leduc_poker_legal_holds_the_settings_results_measured():
 
 
 # the command of the two first SmolLM2 Kuhn poker seeds benchmarks/RESULTS.md quotes in
-# "SmolLM2 learns Kuhn poker by self-play?" (less --seed, --out, --name, threads and minutes)
+# "SmolLM2 learns Kuhn poker by self-play?" (less --seed, --out, --name, threads and minutes),
+# with the update of "every legal answer moved by its value" that the recipe took after it
 SMOLLM2_KUHN = [
     "lora.enabled=true",
     "cold_start.steps=0",
@@ -106,6 +107,7 @@ SMOLLM2_KUHN = [
     "objective_options.uniform_magnet=1",
     "objective_options.kl_coef=0.2",
     "objective_options.kl_direction=reverse",
+    "objective_options.update=all-answers",
     "train.lr=1e-3",
     "train.minibatch_size=32",
     "eval.matches=20",
