@@ -155,7 +155,10 @@ class LegalPolicyGradient(Objective):
             )
         self.values: StateValues | None = None
         if self.options.update == "all-answers":
-            self.values = StateValues(self.options.value_buckets, self.options.value_decay, 1.0)
+            options = self.options
+            self.values = StateValues(
+                options.value_buckets, options.value_decay, options.value_prior
+            )
             self.values.bind(["answers"])  # one block: the role is in each slot's key
 
     def prepare(self, data: IterationData) -> list[Decision]:
@@ -193,19 +196,19 @@ class LegalPolicyGradient(Objective):
     def _valued(self, decisions: list[Decision], reduce: Any) -> list[Decision]:
         """Adds each played answer's return to the table, then values every answer of each
         menu: (S_b + k V) / (C_b + k), V the position's mean over its answers' records."""
-        table, buckets, prior = self.values, self.options.value_buckets, self.options.value_prior
-        played = [d.samples[d.chosen] for d in decisions]
-        slots = [answer_slot(s, s.token_ids, buckets) for s in played]
-        returns = torch.tensor([s.reward for s in played], dtype=torch.float64)
-        table.add(torch.tensor(slots, dtype=torch.long), returns, reduce)
+        table = self.values
+        menus = [
+            torch.tensor([answer_slot(s, s.token_ids, table.buckets) for s in d.samples])
+            for d in decisions
+        ]
+        played = torch.tensor([int(m[d.chosen]) for m, d in zip(menus, decisions, strict=True)])
+        returns = [d.samples[d.chosen].reward for d in decisions]
+        table.add(played.long(), torch.tensor(returns, dtype=torch.float64), reduce)
         valued = []
-        for decision in decisions:
-            menu = torch.tensor(
-                [answer_slot(s, s.token_ids, buckets) for s in decision.samples], dtype=torch.long
-            )
+        for decision, menu in zip(decisions, menus, strict=True):
             sums, counts = table.sums[menu], table.counts[menu]
             mean = sums.sum() / counts.sum() if counts.sum() > 0 else torch.zeros(())
-            values = (sums + prior * mean) / (counts + prior)
+            values = (sums + table.prior * mean) / (counts + table.prior)
             valued.append(replace(decision, values=tuple(values.tolist())))
         return valued
 
