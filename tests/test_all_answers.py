@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from selfplay.api.errors import ConfigError
 from selfplay.api.estimator import Sample
 from selfplay.api.objective import IterationData, Scored
 from selfplay.core.algorithms.legal_pg import LegalPolicyGradient
@@ -25,7 +26,7 @@ def played(answer: str, reward: float, prompt=(1, 2), role="r") -> Sample:
 
 
 def objective(**options) -> LegalPolicyGradient:
-    return LegalPolicyGradient(update="all-answers", kl_coef=0.0, **options)
+    return LegalPolicyGradient(**{"update": "all-answers", "kl_coef": 0.0, **options})
 
 
 def gradient(obj: LegalPolicyGradient, samples: list[Sample], totals: list[float]):
@@ -118,3 +119,51 @@ def test_repeated_updates_on_one_position_move_the_choice_to_the_best_answer():
         obj.loss(decisions, current, None).loss.backward()
         optimiser.step()
     assert torch.softmax(y.detach(), 0)[1] > 0.9
+
+
+def test_neurd_moves_each_logit_by_its_centred_advantage_without_the_softmax_factor():
+    totals = [0.0, -1.0, 0.5]
+    samples = [played("a", 1.0), played("b", -1.0)]
+    decisions, grad = gradient(objective(update="all-answers-neurd"), samples, totals)
+    q = torch.softmax(torch.tensor(totals), 0)
+    values = torch.tensor(decisions[0].values)
+    advantage = values - (q * values).sum()
+    assert torch.allclose(grad, -(advantage - advantage.mean()), atol=1e-6)
+    _, softmax_grad = gradient(objective(), samples, totals)
+    assert grad.abs().sum() > softmax_grad.abs().sum()  # no q(b) factor shrinking it
+
+
+def test_neurd_does_not_fade_at_a_nearly_pure_choice():
+    pure = [8.0, 0.0, 0.0]  # q(a) ~ 0.999: the softmax's step nearly vanishes
+    samples = [played("a", -1.0), played("b", 1.0), played("c", 1.0)]
+    _, neurd = gradient(objective(update="all-answers-neurd", logit_threshold=10), samples, pure)
+    _, softmax = gradient(objective(), samples, pure)
+    assert neurd[0] > 0.5 and softmax[0] < 0.01  # a descent step lowers a, the worst answer
+
+
+def test_neurd_drops_the_push_on_a_logit_past_the_threshold():
+    samples = [played("a", 1.0), played("b", -1.0), played("c", -1.0)]
+    totals = [3.0, 0.0, 0.0]  # a is 2 above the menu's mean
+    held, grad = gradient(
+        objective(update="all-answers-neurd", logit_threshold=2.0), samples, totals
+    )
+    _, free = gradient(objective(update="all-answers-neurd", logit_threshold=5.0), samples, totals)
+    q = torch.softmax(torch.tensor(totals), 0)
+    values = torch.tensor(held[0].values)
+    advantage = values - (q * values).sum()
+    assert advantage[0] > 0 and (advantage[1:] < 0).all()
+    kept = advantage.clone()
+    kept[0] = 0.0  # a, past the threshold and ahead, is pushed no further up
+    assert torch.allclose(grad, -(kept - kept.mean()), atol=1e-6)
+    assert torch.allclose(free, -(advantage - advantage.mean()), atol=1e-6)
+    assert -grad[0] < -free[0]
+
+
+def test_an_option_the_update_does_not_read_is_refused_with_the_update_that_does():
+    with pytest.raises(
+        ConfigError, match=r"update='softmax' does not read .*value_decay.*all-answers"
+    ):
+        LegalPolicyGradient(value_decay=0.5)
+    with pytest.raises(ConfigError, match=r"logit_threshold is read by update=all-answers-neurd"):
+        LegalPolicyGradient(update="all-answers", logit_threshold=2.0)
+    LegalPolicyGradient(update="all-answers-neurd", value_decay=0.5, logit_threshold=2.0)

@@ -19,6 +19,19 @@ factor, so a rarely played answer that would pay is not starved of gradient; its
 weight 1/q(a) is capped at ``max_weight``. Subtracting the menu's mean logit leaves q unchanged
 and keeps the step off the answers' common share of the vocabulary.
 
+``all-answers`` values every answer of the menu (a table of the run's own returns after each
+(position, answer); core/algorithms/state_values.py) and takes the expected gradient over the
+menu, ``all-answers-neurd`` the same values without the softmax's factor (NeuRD's all-actions
+form; no importance weight, nothing is sampled):
+
+    all-answers:        grad y_b = -q(b) (v_b - q . v)
+    all-answers-neurd:  grad y_b = -(A_b - mean_b' A_b'),  A_b = v_b - q . v
+
+The softmax's factor q(b) (1 - q(b)) near a pure choice makes its step vanish there (a
+plateau where the policy plays one answer whatever it holds); NeuRD's step does not fade. Its
+logits are held within ``logit_threshold`` of the menu's mean: an answer already that far
+ahead (behind) is pushed no further up (down), so no answer's logit runs off.
+
 Both regularisers are exact over the menu, not per token: the KL pull toward the reference
 (``objective_options.kl_coef``; with ``train.reference_update`` the magnet of magnetic mirror
 descent)
@@ -81,12 +94,20 @@ class LegalPGOptions(Options):
     kl_coef: KLCoef = 0.05
     entropy_coef: EntropyCoef = 0.0
     role_lr_scale: RoleLRScale = {}  # noqa: RUF012 (pydantic copies it per instance)
-    update: Literal["softmax", "neurd", "all-answers"] = Field(
+    update: Literal["softmax", "neurd", "all-answers", "all-answers-neurd"] = Field(
         default="softmax",
         description="softmax: the exact policy gradient of the legal choice; neurd: the "
         "logits moved by the importance-weighted advantage (NeuRD, Hennes et al. 2020); "
         "all-answers: every legal answer moved by the mean return seen after it from the same "
-        "position (a table of the run's own returns), not only the one played.",
+        "position (a table of the run's own returns), not only the one played; "
+        "all-answers-neurd: the same values moving the logits without the softmax's factor "
+        "q(b), whose step vanishes as the choice turns pure.",
+    )
+    logit_threshold: float = Field(
+        default=3.0,
+        gt=0,
+        description="all-answers-neurd: an answer's logit this far above (below) its menu's "
+        "mean is pushed no further up (down).",
     )
     value_decay: float = Field(
         default=0.8,
@@ -124,6 +145,16 @@ class LegalPGOptions(Options):
     )
 
 
+_VALUED = ("all-answers", "all-answers-neurd")
+_READERS = {  # an option only some updates read: those updates
+    "max_weight": ("neurd",),
+    "value_decay": _VALUED,
+    "value_prior": _VALUED,
+    "value_buckets": _VALUED,
+    "logit_threshold": ("all-answers-neurd",),
+}
+
+
 @dataclass(frozen=True)
 class Decision:
     """One choice: every legal answer as a row (``samples``, menu order) and which was played."""
@@ -153,8 +184,22 @@ class LegalPolicyGradient(Objective):
                 f"{self.options.update_epochs}): the rollout keeps only the chosen answer's "
                 "scores, so there is no PPO ratio of the choice. Leave update_epochs at 1."
             )
+        update = self.options.update
+        unread = [
+            n
+            for n in sorted(self.options.model_fields_set)
+            if update not in _READERS.get(n, (update,))
+        ]
+        if unread:
+            raise ConfigError(
+                f"objective legal-pg's update={update!r} does not read objective_options."
+                + ", ".join(unread)
+                + ": "
+                + "; ".join(f"{n} is read by update={' or '.join(_READERS[n])}" for n in unread)
+                + ". Set the update that reads it, or leave it out."
+            )
         self.values: StateValues | None = None
-        if self.options.update == "all-answers":
+        if self.options.update.startswith("all-answers"):
             options = self.options
             self.values = StateValues(
                 options.value_buckets, options.value_decay, options.value_prior
@@ -250,6 +295,9 @@ class LegalPolicyGradient(Objective):
                 # gradient over the whole menu, with the table's values for the returns
                 expected = (q.detach() * values).sum()
                 policy = -scale.get(played.role, 1.0) * (q * (values - expected)).sum()
+            elif options.update == "all-answers-neurd":
+                values = torch.tensor(item.values, dtype=logits.dtype, device=logits.device)
+                policy = -scale.get(played.role, 1.0) * self._neurd(logits, q, values)
             elif options.update == "neurd":
                 importance = (1.0 / q[a].detach()).clamp(max=options.max_weight)
                 policy = -weight * importance * (logits[a] - logits.mean())
@@ -271,6 +319,16 @@ class LegalPolicyGradient(Objective):
             k += n
         metrics = {name: torch.stack(v).mean().item() for name, v in parts.items()}
         return Loss(torch.stack(losses).mean(), metrics)
+
+    def _neurd(self, logits: torch.Tensor, q: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """sum_b A_b (y_b - mean y), A_b = v_b - q . v detached, each term held at the threshold."""
+        advantage = values - (q.detach() * values).sum()
+        centred = logits - logits.mean()
+        beyond = self.options.logit_threshold
+        held = ((centred.detach() >= beyond) & (advantage > 0)) | (
+            (centred.detach() <= -beyond) & (advantage < 0)
+        )
+        return (advantage.masked_fill(held, 0.0) * centred).sum()
 
     def _magnet(self, ref_totals: torch.Tensor | None, logq: torch.Tensor) -> torch.Tensor | None:
         """log of the KL magnet over a menu (``logq``'s); None without a KL term."""
