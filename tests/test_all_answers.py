@@ -167,3 +167,12 @@ def test_an_option_the_update_does_not_read_is_refused_with_the_update_that_does
     with pytest.raises(ConfigError, match=r"logit_threshold is read by update=all-answers-neurd"):
         LegalPolicyGradient(update="all-answers", logit_threshold=2.0)
     LegalPolicyGradient(update="all-answers-neurd", value_decay=0.5, logit_threshold=2.0)
+
+
+def test_the_bonus_values_a_seldom_played_answer_above_its_record():
+    samples = [played("a", 1.0)] * 8 + [played("b", 1.0)]
+    plain, _ = gradient(objective(value_decay=1.0), samples, [0, 0, 0])
+    bonus, _ = gradient(objective(value_decay=1.0, value_bonus=0.5), samples, [0, 0, 0])
+    a, b, c = (x - y for x, y in zip(bonus[0].values, plain[0].values, strict=True))
+    assert a == pytest.approx(0.5 / 3) and b == pytest.approx(0.5 / 2**0.5)
+    assert c == pytest.approx(0.5)  # never played: the whole bonus, so it is tried

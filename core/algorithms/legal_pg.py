@@ -121,6 +121,13 @@ class LegalPGOptions(Options):
         description="all-answers: visits of the position's mean an answer's value starts from "
         "(an answer seen rarely is valued near its position's mean).",
     )
+    value_bonus: float = Field(
+        default=0.0,
+        ge=0,
+        description="all-answers: optimism for answers seldom played, c / sqrt(1 + visits) "
+        "added to each answer's value, so an answer the policy never samples is tried "
+        "(0: none).",
+    )
     value_buckets: int = Field(
         default=65536, ge=1, description="all-answers: hashed (position, answer) slots."
     )
@@ -151,6 +158,7 @@ _READERS = {  # an option only some updates read: those updates
     "value_decay": _VALUED,
     "value_prior": _VALUED,
     "value_buckets": _VALUED,
+    "value_bonus": _VALUED,
     "logit_threshold": ("all-answers-neurd",),
 }
 
@@ -254,6 +262,8 @@ class LegalPolicyGradient(Objective):
             sums, counts = table.sums[menu], table.counts[menu]
             mean = sums.sum() / counts.sum() if counts.sum() > 0 else torch.zeros(())
             values = (sums + table.prior * mean) / (counts + table.prior)
+            if self.options.value_bonus > 0:  # optimism in the face of few visits
+                values = values + self.options.value_bonus / torch.sqrt(1.0 + counts)
             valued.append(replace(decision, values=tuple(values.tolist())))
         return valued
 
