@@ -197,6 +197,8 @@ class LegalPolicyGradient(Objective):
             n
             for n in sorted(self.options.model_fields_set)
             if update not in _READERS.get(n, (update,))
+            # a copy of the options passes every default: only a value set away from it counts
+            and getattr(self.options, n) != LegalPGOptions.model_fields[n].default
         ]
         if unread:
             raise ConfigError(
