@@ -176,3 +176,5 @@ def test_the_bonus_values_a_seldom_played_answer_above_its_record():
     a, b, c = (x - y for x, y in zip(bonus[0].values, plain[0].values, strict=True))
     assert a == pytest.approx(0.5 / 3) and b == pytest.approx(0.5 / 2**0.5)
     assert c == pytest.approx(0.5)  # never played: the whole bonus, so it is tried
+    # a copy of the options passes every field at its default: not refused
+    LegalPolicyGradient(**LegalPolicyGradient().options.model_dump())
