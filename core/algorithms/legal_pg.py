@@ -209,7 +209,7 @@ class LegalPolicyGradient(Objective):
                 + ". Set the update that reads it, or leave it out."
             )
         self.values: StateValues | None = None
-        if self.options.update.startswith("all-answers"):
+        if self.options.update in _VALUED:
             options = self.options
             self.values = StateValues(
                 options.value_buckets, options.value_decay, options.value_prior
@@ -301,14 +301,14 @@ class LegalPolicyGradient(Objective):
             cap = played.sampling.importance_cap
             if cap is not None and played.choice_logprob is not None:  # served: q / q_b
                 weight = weight * torch.exp(logq[a].detach() - played.choice_logprob).clamp(max=cap)
-            if options.update == "all-answers":
+            if options.update in _VALUED:
                 values = torch.tensor(item.values, dtype=logits.dtype, device=logits.device)
+            if options.update == "all-answers":
                 # its gradient on the logits is q * (value - q . value): the expected policy
                 # gradient over the whole menu, with the table's values for the returns
                 expected = (q.detach() * values).sum()
                 policy = -scale.get(played.role, 1.0) * (q * (values - expected)).sum()
             elif options.update == "all-answers-neurd":
-                values = torch.tensor(item.values, dtype=logits.dtype, device=logits.device)
                 policy = -scale.get(played.role, 1.0) * self._neurd(logits, q, values)
             elif options.update == "neurd":
                 importance = (1.0 / q[a].detach()).clamp(max=options.max_weight)
