@@ -12,7 +12,8 @@ already holds a finished run is read again rather than rerun.
 
 - ``kuhn``: ``selfplay run --recipe kuhn-poker-smollm2``, pure self-play (no scripted player
   and no solver in training); the exact exploitability of the last iterate and of the average
-  of the iterates at the end, and the untrained model's (0.828 at temperature 1).
+  of the iterates (uniform, and linear: iterate t weighs t) at the end, and the untrained
+  model's (0.828 at temperature 1).
 
 A claim is a ``Claim`` here: its recipe, the arguments that make its control, the figures it
 is read by. About 16 minutes a run at ``--threads 1`` on a 2-core CPU, two at once.
@@ -43,7 +44,12 @@ CLAIMS = {
     "kuhn": Claim(
         "kuhn-poker-smollm2",
         ("--reward", "shuffled"),
-        ("exploitability/iterates_average", "exploitability/last", "entropy"),
+        (
+            "exploitability/iterates_average",
+            "exploitability/iterates_linear_average",
+            "exploitability/last",
+            "entropy",
+        ),
     ),
 }
 
@@ -73,6 +79,7 @@ def kuhn_figures(folder: Path) -> dict[str, float]:
         "iterations": float(last["iteration"]),
         "minutes": float(last["elapsed_seconds"]) / 60,
         "average": float(last["exploitability/iterates_average"]),
+        "linear average": float(last.get("exploitability/iterates_linear_average") or "nan"),
         "last": float(last["exploitability/last"]),
     }
 

@@ -72,9 +72,10 @@ def test_kuhn_reports_exact_exploitability_of_last_and_average_policies(tmp_path
     capsys.readouterr()
     assert main(["eval", str(result.folder.path), "--metric", "exploitability", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    for key in ("exploitability/last", "exploitability/pool_average"):
+    averages = ("exploitability/iterates_average", "exploitability/iterates_linear_average")
+    for key in ("exploitability/last", "exploitability/pool_average", *averages):
         assert report[key] == pytest.approx(float(rows[-1][key]), abs=1e-9)
-    for key in ("exploitability/last", "exploitability/iterates_average"):
+    for key in ("exploitability/last", *averages):
         values = [float(r[key]) for r in rows]
         assert all(0 <= v <= 2 for v in values)  # NashConv/2 of Kuhn is at most 2
     assert float(rows[-1]["exploitability/pool_average"]) >= 0

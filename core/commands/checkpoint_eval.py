@@ -107,6 +107,7 @@ def _exploitability(
 ) -> dict[str, float]:
     import torch
 
+    from selfplay.core.league.exploitability import iterates_averages
     from selfplay.core.models.policy_table import is_tabular, policy_table
 
     if not is_tabular(game):
@@ -122,6 +123,8 @@ def _exploitability(
     except Exception as err:  # the weights loaded, so this is rare: a file changed meanwhile
         raise CheckpointError(f"Cannot read the checkpoint {found}: {err}.") from None
     league = state.get("league") or {}
+    if league.get("iterates"):
+        report.update(iterates_averages(game, league["iterates"]))
     tables = league.get("tables") or {}
     if tables:
         sampler = build_sampler(config)
