@@ -34,6 +34,23 @@ def test_warm_up_then_cosine_from_lr_to_its_floor_by_the_last_iteration():
     )
 
 
+def test_cosine_over_fewer_iterations_than_the_run_then_holds_its_floor():
+    train = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_min=1e-4, lr_decay_iterations=6)
+    rates = [lr_at(train, i, 20) for i in range(1, 21)]
+    whole = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_min=1e-4)
+    assert rates[:6] == pytest.approx([lr_at(whole, i, 6) for i in range(1, 7)])  # a 6-run's
+    assert rates[5:] == pytest.approx([1e-4] * 15)  # the floor from iteration 6 on
+    assert lr_at(train, 30, 40) == pytest.approx(1e-4)  # whatever the run's length
+
+
+def test_a_decay_length_the_schedule_does_not_read_is_refused():
+    with pytest.raises(ConfigError, match="lr_decay_iterations=60 is read by lr_schedule=cosine"):
+        build_config(None, {}, ["train.lr_decay_iterations=60"])
+    with pytest.raises(ConfigError, match="after lr_warmup=4: give more than 5"):
+        settings = ["train.lr_schedule=cosine", "train.lr_warmup=4", "train.lr_decay_iterations=5"]
+        build_config(None, {}, settings)
+
+
 def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero():
     train = TrainConfig(kl_coef_step=0.02, kl_coef_max=0.15)
     assert [kl_at(0.1, train, i) for i in range(1, 6)] == pytest.approx(

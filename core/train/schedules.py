@@ -12,7 +12,8 @@ lr at iteration i of T (1-based), warm-up W, floor ``lr_min``:
     constant, after W: lr
     cosine, after W:   lr_min + (lr - lr_min) * (1 + cos(pi * f)) / 2, f = (i-W-1) / (T-W-1)
 (cosine reaches lr_min at the last iteration, T; with ``--resume --iterations`` larger, T is
-the new total and the curve stretches from there.)
+the new total and the curve stretches from there. ``lr_decay_iterations`` D, when set, stands
+for T: the cosine reaches lr_min at iteration D and holds it after, whatever the run's length.)
 
 kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max), from the
 objective's own kl_coef (its options) and the train section's step and cap.
@@ -31,7 +32,7 @@ def lr_at(train: Any, iteration: int, total: int) -> float:
         return base * iteration / warm
     if train.lr_schedule == "constant":
         return base
-    span = total - warm - 1
+    span = (train.lr_decay_iterations or total) - warm - 1
     if span <= 0:
         return base
     done = min(1.0, max(0.0, (iteration - warm - 1) / span))
