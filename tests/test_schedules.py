@@ -16,7 +16,8 @@ from selfplay.api.errors import ConfigError
 from selfplay.core.algorithms.pg import PolicyGradient
 from selfplay.core.commands.cli import main
 from selfplay.core.config import TrainConfig
-from selfplay.core.plan.config_loader import build_config
+from selfplay.core.plan.config_loader import build_config, learner_flags
+from selfplay.core.plan.recipes import resolve
 from selfplay.core.train.schedules import apply_schedules, kl_at, lr_at
 
 
@@ -44,11 +45,22 @@ def test_cosine_over_fewer_iterations_than_the_run_then_holds_its_floor():
 
 
 def test_a_decay_length_the_schedule_does_not_read_is_refused():
-    with pytest.raises(ConfigError, match="lr_decay_iterations=60 is read by lr_schedule=cosine"):
-        build_config(None, {}, ["train.lr_decay_iterations=60"])
-    with pytest.raises(ConfigError, match="after lr_warmup=4: give more than 5"):
-        settings = ["train.lr_schedule=cosine", "train.lr_warmup=4", "train.lr_decay_iterations=5"]
-        build_config(None, {}, settings)
+    def planned(*settings: str, flags: dict | None = None):
+        return resolve(build_config(None, flags or {}, list(settings)))
+
+    with pytest.raises(ConfigError, match=r"train.lr_decay_iterations=60 is read by the cosine"):
+        planned("train.lr_decay_iterations=60")
+    with pytest.raises(ConfigError, match=r"after train.lr_warmup=4: give more than 5"):
+        planned("train.lr_schedule=cosine", "train.lr_warmup=4", "train.lr_decay_iterations=5")
+    # read where the schedule comes from elsewhere: a recipe's cosine, the run's for a learner
+    assert planned("recipe=tictactoe-cosine", "train.lr_decay_iterations=30").train.lr_schedule == (
+        "cosine"
+    )
+    learners = {"learners": learner_flags(["player_0", "player_1"])}
+    mine = "learners.player_1.train.lr_decay_iterations=30"
+    planned("train.lr_schedule=cosine", mine, flags=learners)
+    with pytest.raises(ConfigError, match=r"learners.player_1.train.lr_decay_iterations=30"):
+        planned(mine, flags=learners)
 
 
 def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero():

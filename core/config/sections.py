@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class GenerationConfig(BaseModel):
@@ -84,22 +84,6 @@ class TrainConfig(BaseModel):
         description="cosine: reach lr_min at this iteration and hold it after (null = the "
         "run's last iteration).",
     )
-
-    @model_validator(mode="after")
-    def _decay_read(self) -> TrainConfig:
-        decay = self.lr_decay_iterations
-        if decay is not None and self.lr_schedule != "cosine":
-            raise ValueError(
-                f"lr_decay_iterations={decay} is read by lr_schedule=cosine only, and "
-                f"lr_schedule is {self.lr_schedule}: set train.lr_schedule=cosine or leave "
-                "lr_decay_iterations out"
-            )
-        if decay is not None and decay <= self.lr_warmup + 1:
-            raise ValueError(
-                f"lr_decay_iterations={decay} leaves no iteration to anneal over after "
-                f"lr_warmup={self.lr_warmup}: give more than {self.lr_warmup + 1}"
-            )
-        return self
 
     reference_update: float = Field(
         default=0.0,

@@ -55,6 +55,29 @@ def check_learner_settings(config: RunConfig, objectives: Objectives | None = No
             raise ConfigError(_unread_message(unread, which, objective))
 
 
+def check_schedules(config: RunConfig) -> None:
+    """Refuse ``train.lr_decay_iterations`` where the learning-rate schedule does not read it:
+    the run's, and each learner's (its own train keys over the run's)."""
+    for name in [None, *config.learners]:
+        train = (learner_config(config, name) if name else config).train
+        decay, warm, where = train.lr_decay_iterations, train.lr_warmup, "train"
+        if name:
+            where = f"learners.{name}.train"
+        if decay is None:
+            continue
+        if train.lr_schedule != "cosine":
+            raise ConfigError(
+                f"{where}.lr_decay_iterations={decay} is read by the cosine schedule only, and "
+                f"{where}.lr_schedule is {train.lr_schedule!r}: set {where}.lr_schedule=cosine "
+                "or leave lr_decay_iterations out."
+            )
+        if decay <= warm + 1:
+            raise ConfigError(
+                f"{where}.lr_decay_iterations={decay} leaves the cosine no iteration after "
+                f"{where}.lr_warmup={warm}: give more than {warm + 1}, or leave it out."
+            )
+
+
 def _unread_message(unread: list[str], whose: str, objective: Any) -> str:
     one = len(unread) == 1
     why = "" if objective.needs == "advantages" else " (it needs no advantages: no estimator runs)"

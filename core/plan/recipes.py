@@ -29,7 +29,12 @@ from selfplay.core.config import RunConfig
 from selfplay.core.config.learners import learner_config, served
 from selfplay.core.config.sections import MOVED, moved_key
 from selfplay.core.plan.build import reward_expression
-from selfplay.core.plan.checks import check_given, check_learner_settings, check_stale
+from selfplay.core.plan.checks import (
+    check_given,
+    check_learner_settings,
+    check_schedules,
+    check_stale,
+)
 from selfplay.core.plan.config_loader import explain
 from selfplay.core.plan.objectives import Objectives
 from selfplay.core.plan.ownership import asked_objective, unread_settings
@@ -51,6 +56,7 @@ def resolve(config: RunConfig, objectives: Objectives | None = None) -> RunConfi
         config = _with(RunConfig.model_validate(given), kept, given, recipe)
     check_given(objective, config, _flat(given))
     check_learner_settings(config, objectives)
+    check_schedules(config)
     for name in config.learners or [None]:  # what each objective does with stale samples
         mine = learner_config(config, name) if name else config
         check_stale(mine, objectives.asked(mine) if name else objective)
