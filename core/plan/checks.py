@@ -60,9 +60,8 @@ def check_schedules(config: RunConfig) -> None:
     the run's, and each learner's (its own train keys over the run's)."""
     for name in [None, *config.learners]:
         train = (learner_config(config, name) if name else config).train
-        decay, warm, where = train.lr_decay_iterations, train.lr_warmup, "train"
-        if name:
-            where = f"learners.{name}.train"
+        decay, warm = train.lr_decay_iterations, train.lr_warmup
+        where = f"learners.{name}.train" if name else "train"
         if decay is None:
             continue
         if train.lr_schedule != "cosine":
