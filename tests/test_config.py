@@ -111,6 +111,7 @@ def test_a_checkpoints_settings_agree_with_a_resume_by_one_rule_from_the_schema(
     faster["train"]["micro_batch_tokens"] = 512
     assert differences(now, faster) == ["train.lr: 0.0001 in the checkpoint, 1.0 now"]
     assert resumable("learners.solver.train.micro_batch_size") and resumable("logger_options.x")
+    assert resumable("train.lr_decay_iterations")  # where the cosine ends: the steps ahead
     assert not resumable("train.lr") and not resumable("learners.solver.train.lr")
 
 

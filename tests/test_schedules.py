@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ from selfplay.core.commands.cli import main
 from selfplay.core.config import TrainConfig
 from selfplay.core.plan.config_loader import build_config, learner_flags
 from selfplay.core.plan.recipes import resolve
-from selfplay.core.train.schedules import apply_schedules, kl_at, lr_at
+from selfplay.core.train.schedules import apply_schedules, kl_at, lr_at, stretched
 
 
 def test_warm_up_then_cosine_from_lr_to_its_floor_by_the_last_iteration():
@@ -124,3 +125,31 @@ def test_a_run_logs_its_schedule_and_a_resumed_run_goes_on_with_the_same_values(
         parts = list(csv.DictReader(f))
     for key in ("lr", "kl_coef"):
         assert [r[key] for r in parts] == [r[key] for r in whole]
+
+
+def test_a_new_total_stretches_a_cosine_that_ends_with_the_run_and_says_so():
+    train = TrainConfig(lr=1e-3, lr_schedule="cosine", lr_min=1e-4)
+    said = stretched(train, 60, 60, 150)
+    assert f"iteration 61 trains at {lr_at(train, 61, 150):.3g}" in said
+    assert "old curve gave 0.0001" in said and "train.lr_decay_iterations=60" in said
+    assert stretched(train, 30, 60, 60) == ""  # the same total: nothing moves
+    assert stretched(train.model_copy(update={"lr_decay_iterations": 60}), 60, 60, 150) == ""
+    assert stretched(train.model_copy(update={"lr_schedule": "constant"}), 60, 60, 150) == ""
+
+
+def test_a_resume_to_a_new_total_names_the_climb_and_can_keep_the_old_curve(tmp_path, capsys):
+    train(tmp_path, "stretched", 3)  # the cosine reaches lr_min (0) at iteration 3
+    kept = shutil.copytree(tmp_path / "stretched", tmp_path / "kept")
+    capsys.readouterr()
+    assert main(["run", "--resume", str(tmp_path / "stretched"), "--iterations", "5"]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    assert "the cosine learning rate now ends at iteration 5, the new total, not at 3" in said
+    assert "--set train.lr_decay_iterations=3" in said
+    with (tmp_path / "stretched" / "metrics.csv").open() as f:
+        rates = [float(row["lr"]) for row in csv.DictReader(f)]
+    assert rates[2] == 0.0 and rates[3] > 0.0  # the rate climbs again after the floor
+    resume = ["run", "--resume", str(kept), "--iterations", "5"]
+    assert main([*resume, "--set", "train.lr_decay_iterations=3"]) == 0
+    assert "now ends at" not in capsys.readouterr().err
+    with (kept / "metrics.csv").open() as f:
+        assert [float(row["lr"]) for row in csv.DictReader(f)][2:] == [0.0, 0.0, 0.0]

@@ -4,10 +4,11 @@ a resume brings: one rule, computed from the schema.
 A resume continues a run with the settings its checkpoint was written with (each checkpoint
 keeps a copy of config.yaml). Two kinds of setting are left out of the comparison:
 
-- settings that do not change what is trained (`RESUMABLE`): the total of iterations, the time
-  limit, the micro-batch budget (a minibatch's gradient is the same sum however its backward
-  passes split it), the thread count and the trackers. A resume may change them
-  (``selfplay run --resume RUN --set train.micro_batch_tokens=1024``).
+- settings that leave the iterations already trained as they were (`RESUMABLE`): the total of
+  iterations and the iteration where the cosine learning rate ends (both shape only the
+  iterations ahead), the time limit, the micro-batch budget (a minibatch's gradient is the same
+  sum however its backward passes split it), the thread count and the trackers. A resume may
+  change them (``selfplay run --resume RUN --set train.micro_batch_tokens=1024``).
 - where the run lives and how it is measured (`NOT_TRAINING`): its folder and name, the
   recipe's name (what the recipe set is in the settings themselves), the evaluation.
 
@@ -35,6 +36,7 @@ RESUMABLE = (
     "logger_options",
     "train.micro_batch_tokens",
     "train.micro_batch_size",
+    "train.lr_decay_iterations",
 )
 NOT_TRAINING = ("resume", "out", "name", "recipe", "eval")
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from rich.markup import escape
 
 from selfplay.api.errors import ConfigError
 from selfplay.core.config import RunConfig
@@ -198,6 +199,10 @@ class Trainer:
                 f"--iterations {config.iterations} leaves nothing to train. "
                 "--iterations is the total: pass a larger one."
             )
+        if config.resume and self.folder and self.main:
+            trains = [learner.config.train for learner in self.plan.learners]
+            for note in resume.schedule_notes(self.folder, start, trains, config.iterations):
+                self._say(f"[yellow]note:[/yellow] {escape(note)}")
         if self.given and self.folder:  # config.yaml says what the run now is
             self.folder.write_config(config)
         sync = self.backend.sync if self.backend is not None else None

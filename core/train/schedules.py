@@ -12,8 +12,9 @@ lr at iteration i of T (1-based), warm-up W, floor ``lr_min``:
     constant, after W: lr
     cosine, after W:   lr_min + (lr - lr_min) * (1 + cos(pi * f)) / 2, f = (i-W-1) / (T-W-1)
 (cosine reaches lr_min at the last iteration, T; with ``--resume --iterations`` larger, T is
-the new total and the curve stretches from there. ``lr_decay_iterations`` D, when set, stands
-for T: the cosine reaches lr_min at iteration D and holds it after, whatever the run's length.)
+the new total and the curve stretches from there, which the resume says (`stretched`).
+``lr_decay_iterations`` D, when set, stands for T: the cosine reaches lr_min at iteration D and
+holds it after, whatever the run's length; a resume may set it to keep the curve it had.)
 
 kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max), from the
 objective's own kl_coef (its options) and the train section's step and cap.
@@ -38,6 +39,23 @@ def lr_at(train: Any, iteration: int, total: int) -> float:
     done = min(1.0, max(0.0, (iteration - warm - 1) / span))
     floor = train.lr_min
     return floor + (base - floor) * (1 + math.cos(math.pi * done)) / 2
+
+
+def stretched(train: Any, done: int, before: int, after: int) -> str:
+    """What a resume from iteration ``done`` to a new total does to a cosine that ends with the
+    run ("" when nothing changes): the next iteration's rate under the totals ``after`` and
+    ``before``, and the setting that keeps the old curve."""
+    if train.lr_schedule != "cosine" or train.lr_decay_iterations or before == after:
+        return ""
+    then, now = lr_at(train, done + 1, before), lr_at(train, done + 1, after)
+    if math.isclose(then, now):
+        return ""
+    return (
+        f"the cosine learning rate now ends at iteration {after}, the new total, not at "
+        f"{before}: iteration {done + 1} trains at {now:.3g}, where the old curve gave "
+        f"{then:.3g}. To keep the old curve (and train.lr_min after it), resume with --set "
+        f"train.lr_decay_iterations={before}."
+    )
 
 
 def kl_at(kl_coef: float, train: Any, iteration: int) -> float:

@@ -24,8 +24,9 @@ from rich.markup import escape
 from selfplay.core.config.changes import differences
 from selfplay.core.models.lora import adapter_state_dict, load_adapter_state_dict
 from selfplay.core.run.folder import checkpoint
-from selfplay.core.run.folder.run_folder import RunFolder, config_text
+from selfplay.core.run.folder.run_folder import RunFolder, config_text, read_config
 from selfplay.core.train.learners import Learner
+from selfplay.core.train.schedules import stretched
 from selfplay.core.train.state import RunState
 
 Say = Callable[[str], None]
@@ -114,6 +115,13 @@ def restore(state: RunState, fabric: Any, path: Any, folder: RunFolder | None) -
     state.load_state_dict(rest)
     if folder:
         folder.truncate(state.progress.iteration, state.progress.episodes_bytes)
+
+
+def schedule_notes(folder: RunFolder, done: int, trains: Any, total: int) -> list[str]:
+    """What a resume's new ``total`` does to each learner's cosine (its ``trains``), read
+    against the run folder's config.yaml before the resume rewrites it."""
+    before = read_config(folder.path).iterations
+    return sorted({note for train in trains if (note := stretched(train, done, before, total))})
 
 
 def _key(state: RunState, learner: Learner) -> str:

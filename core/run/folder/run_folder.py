@@ -287,10 +287,12 @@ def resume_config(
     refused = [*changed, *(a.partition("=")[0].strip() for a in overrides)]
     refused = [key for key in refused if not resumable(key)]
     if refused:
+        allowed = ", ".join(RESUMABLE[1:])
         raise ConfigError(
             f"--resume continues {folder} with its saved settings, and may change only what "
-            f"does not change what is trained: --iterations, and --set {', '.join(RESUMABLE[1:])}"
-            f" (also given: {', '.join(sorted(refused))}). Start a new run to change the others."
+            f"leaves the iterations already trained as they were: --iterations, and --set "
+            f"{allowed} (also given: {', '.join(sorted(refused))}). Start a new run to change "
+            "the others."
         )
     data = read_config_data(Path(folder))
     validate_config(Path(folder), data)  # the saved file first: its faults are its own
