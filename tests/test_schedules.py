@@ -74,6 +74,20 @@ def test_the_kl_coefficient_grows_by_its_step_up_to_its_cap_and_never_below_zero
         build_config(None, {}, ["train.lr_schedule=linear"])
 
 
+def test_a_falling_kl_coefficient_holds_its_floor():
+    train = TrainConfig(kl_coef_step=-0.05, kl_coef_min=0.1)
+    assert [kl_at(0.2, train, i) for i in range(1, 6)] == pytest.approx([0.2, 0.15, 0.1, 0.1, 0.1])
+
+    def planned(*settings: str):
+        return resolve(build_config(None, {"objective": "pg"}, list(settings)))
+
+    with pytest.raises(ConfigError, match=r"train.kl_coef_min=0.1 is the floor of a KL .* -0.001"):
+        planned("train.kl_coef_min=0.1")  # no falling step: the floor would do nothing
+    with pytest.raises(ConfigError, match=r"kl_coef_min=0.3 is above train.kl_coef_max=0.2"):
+        planned("train.kl_coef_step=-0.01", "train.kl_coef_min=0.3", "train.kl_coef_max=0.2")
+    assert planned("train.kl_coef_step=-0.01", "train.kl_coef_min=0.05").train.kl_coef_min == 0.05
+
+
 def test_apply_sets_the_optimiser_rate_and_the_objective_kl():
     config = build_config(None, {"iterations": 10}, [
         "train.lr_schedule=cosine", "train.kl_coef=0.1", "train.kl_coef_step=0.02"])  # fmt: skip

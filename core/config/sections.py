@@ -70,6 +70,11 @@ class TrainConfig(BaseModel):
     kl_coef_max: float | None = Field(
         default=None, ge=0, description="Cap of the scheduled KL coefficient (null = none)."
     )
+    kl_coef_min: float = Field(
+        default=0.0,
+        ge=0,
+        description="Floor of a KL coefficient that a negative kl_coef_step decays (0 = none).",
+    )
     lr_schedule: Literal["constant", "cosine"] = Field(
         default="constant",
         description="constant, or cosine: anneal from lr to lr_min by the last iteration.",

@@ -56,12 +56,14 @@ def check_learner_settings(config: RunConfig, objectives: Objectives | None = No
 
 
 def check_schedules(config: RunConfig) -> None:
-    """Refuse ``train.lr_decay_iterations`` where the learning-rate schedule does not read it:
-    the run's, and each learner's (its own train keys over the run's)."""
+    """Refuse ``train.lr_decay_iterations`` where the learning-rate schedule does not read it,
+    and ``train.kl_coef_min`` where the KL coefficient does not fall to it: the run's, and each
+    learner's (its own train keys over the run's)."""
     for name in [None, *config.learners]:
         train = (learner_config(config, name) if name else config).train
         decay, warm = train.lr_decay_iterations, train.lr_warmup
         where = f"learners.{name}.train" if name else "train"
+        _check_kl_floor(train, where)
         if decay is None:
             continue
         if train.lr_schedule != "cosine":
@@ -75,6 +77,21 @@ def check_schedules(config: RunConfig) -> None:
                 f"{where}.lr_decay_iterations={decay} leaves the cosine no iteration after "
                 f"{where}.lr_warmup={warm}: give more than {warm + 1}, or leave it out."
             )
+
+
+def _check_kl_floor(train: Any, where: str) -> None:
+    floor, step, cap = train.kl_coef_min, train.kl_coef_step, train.kl_coef_max
+    if floor and step >= 0:
+        raise ConfigError(
+            f"{where}.kl_coef_min={floor} is the floor of a KL coefficient that falls, and "
+            f"{where}.kl_coef_step is {step}: give a negative step (for instance -0.001), or "
+            "leave kl_coef_min out."
+        )
+    if floor and cap is not None and floor > cap:
+        raise ConfigError(
+            f"{where}.kl_coef_min={floor} is above {where}.kl_coef_max={cap}: the floor must "
+            "not be above the cap."
+        )
 
 
 def _unread_message(unread: list[str], whose: str, objective: Any) -> str:

@@ -22,6 +22,7 @@ OWNED = {
     **{f"objective_options.{key}": key for key in TRAIN_KEYS},
     "train.kl_coef_step": "kl_coef",
     "train.kl_coef_max": "kl_coef",
+    "train.kl_coef_min": "kl_coef",
     "train.reference_update": "kl_coef",
     "train.search_weight": "advantages",
     "estimator": "advantages",

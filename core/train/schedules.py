@@ -16,8 +16,9 @@ the new total and the curve stretches from there, which the resume says (`stretc
 ``lr_decay_iterations`` D, when set, stands for T: the cosine reaches lr_min at iteration D and
 holds it after, whatever the run's length; a resume may set it to keep the curve it had.)
 
-kl_coef at iteration i: min(max(0, kl_coef + kl_coef_step * (i - 1)), kl_coef_max), from the
-objective's own kl_coef (its options) and the train section's step and cap.
+kl_coef at iteration i: min(max(kl_coef_min, kl_coef + kl_coef_step * (i - 1)), kl_coef_max),
+from the objective's own kl_coef (its options) and the train section's step, floor (0) and cap
+(a floor is read with a negative step only: a magnet that weakens, then holds).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def stretched(train: Any, done: int, before: int, after: int) -> str:
 
 def kl_at(kl_coef: float, train: Any, iteration: int) -> float:
     """The KL coefficient of ``iteration`` (1-based), from the objective's ``kl_coef``."""
-    value = max(0.0, kl_coef + train.kl_coef_step * (iteration - 1))
+    value = max(train.kl_coef_min, kl_coef + train.kl_coef_step * (iteration - 1))
     return value if train.kl_coef_max is None else min(value, train.kl_coef_max)
 
 

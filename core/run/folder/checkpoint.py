@@ -72,6 +72,8 @@ LATER_KEYS = (
     "rollout",
     "train.micro_batch_tokens",
     "train.dropout",
+    "train.lr_decay_iterations",
+    "train.kl_coef_min",
     "hardware.malloc_trim",
 )
 # settings that do not shape training, left out of the hash; the time limit is left out as
