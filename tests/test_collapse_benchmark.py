@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+from project_scripts import load_script
+
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "collapse.py"
-spec = importlib.util.spec_from_file_location("collapse", PATH)
-collapse = importlib.util.module_from_spec(spec)
-sys.modules["collapse"] = collapse
-spec.loader.exec_module(collapse)
+collapse = load_script("benchmarks/collapse.py")
 
 
 def test_a_collapse_is_a_drop_from_the_best_so_far_that_lasts_two_evaluations():

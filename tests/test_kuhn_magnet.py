@@ -3,25 +3,12 @@ uniform reverse-KL magnet, behind "the last iterate settles at 0.07" (benchmarks
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from project_scripts import load_script
 
 from selfplay.games.kuhn_poker.tree import nash_conv, nash_probabilities, strategy_table
 
-
-def load(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-magnet = load("kuhn_magnet")
+magnet = load_script("benchmarks/kuhn_magnet.py")
 
 
 def exploitability(table) -> float:

@@ -4,25 +4,15 @@ read its card" (benchmarks/RESULTS.md). Skipped without the OpenSpiel extra."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
+from project_scripts import load_script
 
 pytest.importorskip("pyspiel")
 
 
-def load(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tabular, card_use = load("leduc_tabular"), load("leduc_card_use")
+tabular = load_script("benchmarks/leduc_tabular.py")
+card_use = load_script("benchmarks/leduc_card_use.py")
 
 
 def settings(blind: bool) -> argparse.Namespace:

@@ -3,27 +3,14 @@ from a run folder, the prompt check, the SmolLM2 race's problems and reward, and
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from project_scripts import load_script
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def load(name: str):
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # the scripts import peer_race from beside them
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-race = load("peer_race")
-smollm2 = load("peer_trl_smollm2")
+race = load_script("benchmarks/peer_race.py", beside=True)  # its scripts import it by name
+smollm2 = load_script("benchmarks/peer_trl_smollm2.py", beside=True)
 
 
 def test_median_rate_leaves_the_first_step_out() -> None:

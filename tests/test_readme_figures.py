@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from project_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "readme_figures.py"
-spec = importlib.util.spec_from_file_location("readme_figures", PATH)
-figures = importlib.util.module_from_spec(spec)
-sys.modules["readme_figures"] = figures  # dataclasses look their module up there
-spec.loader.exec_module(figures)
+figures = load_script("benchmarks/readme_figures.py")
 README = figures.README.read_text(encoding="utf-8")
 
 

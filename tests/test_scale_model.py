@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_model.py"
+from project_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def sm():
-    spec = importlib.util.spec_from_file_location("scale_model", PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scale_model"] = module  # dataclasses look their module up
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield load_script("benchmarks/scale_model.py")
     finally:
         sys.modules.pop("scale_model", None)
 

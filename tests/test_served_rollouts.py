@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from project_scripts import load_script
 
 pytest.importorskip("starlette")
 
@@ -276,12 +277,7 @@ def test_each_learner_is_served_by_workers_of_its_own_and_trains_on_in_process_s
 
 
 def test_the_benchmark_prints_wilson_intervals_as_results_md_writes_them():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "served_rollouts.py"
-    spec = importlib.util.spec_from_file_location("served_rollouts_benchmark", path)
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script("benchmarks/served_rollouts.py", name="served_rollouts_benchmark")
     after = {
         "random": {"win_rate": 0.59, "win_interval": [0.4900557, 0.6837],
                    "non_loss_rate": 0.84, "non_loss_interval": [0.7561, 0.9]},

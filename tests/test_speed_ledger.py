@@ -4,19 +4,16 @@ and peak memory), its alternation, its children's peaks, and its worktrees (made
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from project_scripts import load_script
 
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "speed_ledger.py"
-spec = importlib.util.spec_from_file_location("speed_ledger", PATH)
-ledger = importlib.util.module_from_spec(spec)
-sys.modules["speed_ledger"] = ledger  # dataclasses look their module up there
-spec.loader.exec_module(ledger)
+ledger = load_script("benchmarks/speed_ledger.py")
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

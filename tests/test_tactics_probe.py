@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from project_scripts import load_script
 
 from selfplay.api.policy import LookaheadPolicy, MockPolicy, ScriptedPolicy
 from selfplay.games.tictactoe import TicTacToe
 
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "tactics.py"
-spec = importlib.util.spec_from_file_location("tactics_probe", PATH)
-tactics = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tactics)
+tactics = load_script("benchmarks/tactics.py", name="tactics_probe")
 
 
 def test_the_probe_asks_every_reachable_position_and_scores_moves_not_claims():

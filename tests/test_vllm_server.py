@@ -8,7 +8,6 @@ the server starts in about a minute (several the first time: it compiles the mod
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -19,6 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from project_scripts import load_script
 
 from selfplay.api.policy import Request
 from selfplay.core.commands.cli import main
@@ -44,10 +44,7 @@ SLOW = "timeout=300&retries=0"  # a CPU server answers in seconds, never in the 
 
 
 def script() -> object:
-    spec = importlib.util.spec_from_file_location("vllm_server", ROOT / "scripts/vllm_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/vllm_server.py")
 
 
 def free_port() -> int:
