@@ -49,4 +49,5 @@ DEFAULT_PLUGINS = (
     "selfplay.suites.solver",
     "selfplay.suites.gtbench",
     "selfplay.suites.reference_pool",
+    "selfplay.suites.poker",
 )

@@ -117,6 +117,10 @@ FAMILIAR = {
     "openspiel:tic_tac_toe": ("tic-tac-toe", "tic tac toe"),
     "openspiel:connect_four": ("connect", "four in"),
     "openspiel:kuhn_poker": ("kuhn", "poker", "pass", "bet", "jack", "queen", "king"),
+    "openspiel:leduc_poker": (
+        "leduc", "poker", "card", "jack", "queen", "king", "call", "raise", "fold", "bet",
+        "round",
+    ),
     "openspiel:liars_dice": ("liar",),
     "openspiel:nim": ("nim", "pile"),
     "openspiel:bargaining": ("bargain", "book", "hat", "basketball", "offer"),

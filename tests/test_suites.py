@@ -117,7 +117,8 @@ def test_an_unknown_suite_exits_2_naming_the_known_ones(capsys):
     assert main(["eval", "--suite", "sovler", "--model", "tiny"]) == 2
     said = " ".join(capsys.readouterr().err.split())
     assert (
-        "Unknown suite 'sovler'; the known suites are: gtbench-lite, reference-pool, solver" in said
+        "Unknown suite 'sovler'; the known suites are: gtbench-lite, poker, reference-pool, solver"
+        in said
     )
 
 

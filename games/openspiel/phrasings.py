@@ -125,6 +125,33 @@ DISGUISES = {
             _characters({"0": "q", "1": "z", "2": "w", "p": "s", "b": "u"})(text)
         ),
     ),
+    "leduc_poker": Disguise(
+        "A two-player betting contest with six tokens, two of each of three kinds ranked ivy < "
+        "elm < oak (oak highest). Each player puts 1 chip in the pot and gets one token that "
+        "only they see. There are two stages; after the first, one shared token is turned face "
+        "up. In a stage a player may Meet (match what is owed, or wait when nothing is), Push "
+        "(2 chips more in stage 1, 4 in stage 2; at most two pushes a stage) or Quit (give up "
+        "the pot). At the reveal, a token of the same kind as the shared one wins; otherwise "
+        "the higher kind wins; equal kinds split the pot. You are shown the stage, the pot, "
+        "each player's chips, each stage's moves so far, the shared token once turned, and your "
+        "own token.",
+        _words(
+            ("Round", "Stage"),
+            (" bets:", " moves:"),
+            ("Public card", "Shared token"),
+            ("not dealt yet", "not turned yet"),
+            ("Your card", "Your token"),
+            ("Jack", "ivy"),
+            ("Queen", "elm"),
+            ("King", "oak"),
+            ("Call", "Meet"),
+            ("Raise", "Push"),
+            ("Fold", "Quit"),
+            ("call", "meet"),
+            ("raise", "push"),
+            ("fold", "quit"),
+        ),
+    ),
     "liars_dice": Disguise(
         "A bluffing game of hidden six-sided dice. Each player rolls dice that only they can "
         "see. Players take turns claiming 'Q of F': at least Q dice among all players' dice "
