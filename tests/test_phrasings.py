@@ -118,7 +118,16 @@ FAMILIAR = {
     "openspiel:connect_four": ("connect", "four in"),
     "openspiel:kuhn_poker": ("kuhn", "poker", "pass", "bet", "jack", "queen", "king"),
     "openspiel:leduc_poker": (
-        "leduc", "poker", "card", "jack", "queen", "king", "call", "raise", "fold", "bet",
+        "leduc",
+        "poker",
+        "card",
+        "jack",
+        "queen",
+        "king",
+        "call",
+        "raise",
+        "fold",
+        "bet",
         "round",
     ),
     "openspiel:liars_dice": ("liar",),
@@ -174,6 +183,14 @@ def test_an_openspiel_game_without_a_disguise_refuses_obfuscated_naming_the_ones
         build_game(
             RunConfig(game="openspiel:nim(is_misere=false)", game_options={"phrasing": OBFUSCATED})
         )
+
+
+def test_leduc_obfuscated_refuses_openspiels_own_string_whose_numbers_its_rules_never_explain():
+    from selfplay.api.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"Leave game_options\.view at readable"):
+        built("openspiel:leduc_poker", {"view": "spiel"}, OBFUSCATED)
+    assert built("openspiel:leduc_poker", {"view": "spiel"}, REWORDED)  # the others keep it
 
 
 def test_kuhn_exploitability_is_the_same_table_under_every_phrasing():

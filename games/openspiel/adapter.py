@@ -138,6 +138,13 @@ class OpenSpielGame(Game):
 
     def __init__(self, options: Any = None, rules: Any = None, **kwargs: Any) -> None:
         super().__init__(options, rules, **kwargs)
+        spiel_view = self.options.view == "spiel" and readable(self.short_name, "readable")
+        if self.options.phrasing == OBFUSCATED and spiel_view:  # the disguise renames words
+            raise ConfigError(
+                f"{self.name}'s obfuscated phrasing renames its readable view; OpenSpiel's "
+                "own string (game_options.view=spiel) shows what its rules do not explain. "
+                "Leave game_options.view at readable, or choose another phrasing."
+            )
         self.positions = Positions(self.spiel)
         first = self.initial(0, random.Random(0))
         if (role := self.current_role(first)) is not None:
