@@ -37,6 +37,7 @@ class PokerSuite(Suite):
 
     def run(self, bench: Bench, seeds: Sequence[int], matches: int) -> Figures:
         figures: Figures = {}
+        add = figures.setdefault
         for name, (short, opponent) in GAMES.items():
             try:
                 game = bench.game(name)
@@ -46,16 +47,16 @@ class PokerSuite(Suite):
             table = bench.table(game)
             if table is None:
                 bench.note(f"{name}: the policy cannot be read as a table, so no exploitability")
+            exploitability = None if table is None else float(game.exploitability(table))
             for seed in seeds:
                 rates = outcome_rates(bench.matches(game, opponent, matches, seed))
-                add = figures.setdefault
                 add(f"{short}/payoff_vs_{opponent}", []).append(rates["mean_payoff"])
                 for role in game.roles:
                     add(f"{short}/payoff_vs_{opponent}/{role}", []).append(
                         rates[f"mean_payoff/{role}"]
                     )
-                if table is not None:
-                    add(f"{short}/exploitability", []).append(float(game.exploitability(table)))
+                if exploitability is not None:  # exact: one value, the same for every seed
+                    add(f"{short}/exploitability", []).append(exploitability)
         return figures
 
 
