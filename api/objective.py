@@ -124,6 +124,8 @@ class IterationData:
     game has none; see `selfplay.api.tasks.ReferenceAnswers`). ``terms`` are the labels of
     the reward's weighted terms (the keys of ``Sample.parts``); ``reduce`` sums a tensor over
     every training process (call it the same number of times on every process).
+    ``iteration`` is the iteration (1-based) the samples were played for; 0 where no run's loop
+    calls (a schedule an objective keeps reads it as its start).
     """
 
     samples: Sequence[Sample]
@@ -133,6 +135,7 @@ class IterationData:
     reference: Callable[[Sample], str | None] | None = None
     terms: tuple[str, ...] = ()
     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None
+    iteration: int = 0
 
 
 class ObjectiveOptions(Options):

@@ -178,3 +178,44 @@ def test_the_bonus_values_a_seldom_played_answer_above_its_record():
     assert c == pytest.approx(0.5)  # never played: the whole bonus, so it is tried
     # a copy of the options passes every field at its default: not refused
     LegalPolicyGradient(**LegalPolicyGradient().options.model_dump())
+
+
+def test_the_bonus_falls_linearly_to_zero_over_its_iterations():
+    obj = objective(value_bonus=0.5, value_bonus_iterations=4)
+    assert [obj.bonus_at(i) for i in (0, 1, 2, 3, 5, 9)] == pytest.approx(
+        [0.5, 0.5, 0.375, 0.25, 0.0, 0.0]
+    )
+    assert objective(value_bonus=0.5).bonus_at(1000) == 0.5  # no span: held
+    samples = [played("a", 1.0)] * 8 + [played("b", 1.0)]
+    plain = objective(value_decay=1.0).prepare(
+        IterationData(samples, [0.0] * len(samples), encode=encode)
+    )
+    later = objective(value_decay=1.0, value_bonus=0.5, value_bonus_iterations=4).prepare(
+        IterationData(samples, [0.0] * len(samples), encode=encode, iteration=3)
+    )
+    a, b, c = (x - y for x, y in zip(later[0].values, plain[0].values, strict=True))
+    assert c == pytest.approx(0.25) and a == pytest.approx(0.25 / 3)  # half the bonus
+    with pytest.raises(ConfigError, match=r"value_bonus_iterations=4 .* value_bonus is 0"):
+        objective(value_bonus_iterations=4)
+
+
+def test_a_run_hands_the_objective_each_iteration(monkeypatch, tmp_path):
+    """The loop passes the iteration to `prepare`, so the bonus's schedule follows the run."""
+    from selfplay.core.commands.cli import main
+
+    seen = []
+    real = LegalPolicyGradient.bonus_at
+
+    def bonus_at(self, iteration):
+        seen.append(iteration)
+        return real(self, iteration)
+
+    monkeypatch.setattr(LegalPolicyGradient, "bonus_at", bonus_at)
+    args = ["run", "--game", "kuhn-poker", "--objective", "legal-pg", "--iterations", "3"]
+    args += ["--matches", "4", "--cold-start", "0", "--out", str(tmp_path), "--seed", "0"]
+    for option in ("generation.choice=legal", "objective_options.update=all-answers"):
+        args += ["--set", option]
+    args += ["--set", "objective_options.value_bonus=0.5"]
+    args += ["--set", "objective_options.value_bonus_iterations=2", "--eval-every", "0"]
+    assert main(args) == 0
+    assert seen == [1, 2, 3]

@@ -128,6 +128,12 @@ class LegalPGOptions(Options):
         "added to each answer's value, so an answer the policy never samples is tried "
         "(0: none).",
     )
+    value_bonus_iterations: int = Field(
+        default=0,
+        ge=0,
+        description="all-answers: the iterations over which value_bonus falls linearly to 0, "
+        "then stays off (optimism to leave a pure start, not after; 0: held for the whole run).",
+    )
     value_buckets: int = Field(
         default=65536, ge=1, description="all-answers: hashed (position, answer) slots."
     )
@@ -159,6 +165,7 @@ _READERS = {  # an option only some updates read: those updates
     "value_prior": _VALUED,
     "value_buckets": _VALUED,
     "value_bonus": _VALUED,
+    "value_bonus_iterations": _VALUED,
     "logit_threshold": ("all-answers-neurd",),
 }
 
@@ -208,6 +215,13 @@ class LegalPolicyGradient(Objective):
                 + "; ".join(f"{n} is read by update={' or '.join(_READERS[n])}" for n in unread)
                 + ". Set the update that reads it, or leave it out."
             )
+        if self.options.value_bonus_iterations and not self.options.value_bonus:
+            raise ConfigError(
+                "objective legal-pg's objective_options.value_bonus_iterations="
+                f"{self.options.value_bonus_iterations} sets how fast value_bonus falls, and "
+                "value_bonus is 0: set value_bonus too (for instance 0.5), or leave "
+                "value_bonus_iterations out."
+            )
         self.values: StateValues | None = None
         if self.options.update in _VALUED:
             options = self.options
@@ -245,10 +259,18 @@ class LegalPolicyGradient(Objective):
             )
             decisions.append(Decision(samples, chosen, advantage))
         if self.values is not None:
-            return self._valued(decisions, data.reduce or self.reduce)
+            return self._valued(decisions, data.reduce or self.reduce, data.iteration)
         return decisions
 
-    def _valued(self, decisions: list[Decision], reduce: Any) -> list[Decision]:
+    def bonus_at(self, iteration: int) -> float:
+        """``value_bonus`` at ``iteration`` (1-based; 0 counts as the first): c, falling
+        linearly to 0 over ``value_bonus_iterations`` N when set: c * max(0, 1 - (i - 1) / N)."""
+        bonus, span = self.options.value_bonus, self.options.value_bonus_iterations
+        if not span:
+            return bonus
+        return bonus * max(0.0, 1.0 - (max(iteration, 1) - 1) / span)
+
+    def _valued(self, decisions: list[Decision], reduce: Any, iteration: int) -> list[Decision]:
         """Adds each played answer's return to the table, then values every answer of each
         menu: (S_b + k V) / (C_b + k), V the position's mean over its answers' records."""
         table = self.values
@@ -259,13 +281,13 @@ class LegalPolicyGradient(Objective):
         played = torch.tensor([int(m[d.chosen]) for m, d in zip(menus, decisions, strict=True)])
         returns = [d.samples[d.chosen].reward for d in decisions]
         table.add(played.long(), torch.tensor(returns, dtype=torch.float64), reduce)
-        valued = []
+        valued, bonus = [], self.bonus_at(iteration)
         for decision, menu in zip(decisions, menus, strict=True):
             sums, counts = table.sums[menu], table.counts[menu]
             mean = sums.sum() / counts.sum() if counts.sum() > 0 else torch.zeros(())
             values = (sums + table.prior * mean) / (counts + table.prior)
-            if self.options.value_bonus > 0:  # optimism in the face of few visits
-                values = values + self.options.value_bonus / torch.sqrt(1.0 + counts)
+            if bonus > 0:  # optimism in the face of few visits
+                values = values + bonus / torch.sqrt(1.0 + counts)
             valued.append(replace(decision, values=tuple(values.tolist())))
         return valued
 

@@ -186,6 +186,7 @@ class Iteration:
             reference=reference_answers(s.game, episodes),
             terms=s.reward.labels,
             reduce=processes.sum,
+            iteration=iteration,
         )
         schedule = apply_schedules(config, learner.optimizer, objective, iteration, learner.kl_coef)
         with blame(f"Objective {config.objective!r}, preparing {len(samples)} samples,"):
