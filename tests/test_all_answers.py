@@ -195,6 +195,7 @@ def test_the_bonus_falls_linearly_to_zero_over_its_iterations():
     )
     a, b, c = (x - y for x, y in zip(later[0].values, plain[0].values, strict=True))
     assert c == pytest.approx(0.25) and a == pytest.approx(0.25 / 3)  # half the bonus
+    assert b == pytest.approx(0.25 / 2**0.5)
     with pytest.raises(ConfigError, match=r"value_bonus_iterations=4 .* value_bonus is 0"):
         objective(value_bonus_iterations=4)
 
